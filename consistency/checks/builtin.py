@@ -28,6 +28,7 @@ CONSEQUENCE = Check(
     aliases=("cons",),
     assume="P implies Q",
     condition="P <= cons_P",
+    instantiate={"cons_P": "P or Q"},
     description="A question and one that follows from it.",
 )
 AND = Check(

@@ -37,6 +37,9 @@ class Check:
     ``fields`` maps each field name (the paper's, e.g. ``Q_given_P``) to a formula over base
     events. ``condition`` is S, written over field names; when omitted and no field is
     conditional it is derived: the affine identities shared by all possible worlds.
+    ``instantiate`` overrides a field's formula for deterministic template instantiation when
+    its meaning cannot be written from the bases alone (CONSEQUENCE's ``Q`` with ``P implies Q``
+    becomes ``P or Q``); the override must only produce worlds of the check.
     """
 
     name: str
@@ -46,6 +49,7 @@ class Check:
     assume: str | None = None
     condition: str | Sequence[str] | None = None
     description: str = ""
+    instantiate: Mapping[str, str] | None = None
     _formulas: dict[str, Formula] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -64,6 +68,8 @@ class Check:
         except ConditionError as exc:
             raise CheckDeclarationError(f"check {self.name}: {exc}") from None
         self._verify_condition()
+        if self.instantiate:
+            self._verify_instantiation()
 
     # ----------------------------------------------------------------- derived structure
     @property
@@ -177,12 +183,47 @@ class Check:
                 "it does not follow from the fields' meaning"
             )
 
+    @cached_property
+    def template_check(self) -> Check:
+        """The check with ``instantiate`` overrides applied: what template-made tuples mean."""
+        if not self.instantiate:
+            return self
+        fields = {name: self.instantiate.get(name, text) for name, text in self.fields.items()}
+        return Check(f"{self.name}_TEMPLATE", fields, class_name=self.class_name, condition=self.condition)
+
+    def _verify_instantiation(self) -> None:
+        unknown = set(self.instantiate or ()) - set(self.fields)
+        if unknown:
+            raise CheckDeclarationError(f"check {self.name}: instantiate names unknown field(s) {sorted(unknown)}")
+        try:
+            template = self.template_check
+        except CheckDeclarationError as exc:
+            raise CheckDeclarationError(
+                f"check {self.name}: instantiate {dict(self.instantiate or {})}: {exc}"
+            ) from None
+        own = {tuple(row) for row in self.worlds.tolist()}
+        extra = [row for row in template.worlds.tolist() if tuple(row) not in own]
+        if extra:
+            raise CheckDeclarationError(
+                f"check {self.name}: instantiate {dict(self.instantiate or {})} allows a world the check does not: "
+                f"{dict(zip(self.field_names, extra[0], strict=True))}"
+            )
+
     def declaration(self) -> tuple:
         """What was declared; two checks declared alike are interchangeable."""
         condition = (
             self.condition if self.condition is None or isinstance(self.condition, str) else tuple(self.condition)
         )
-        return (self.name, tuple(self.fields.items()), self.class_name, self.aliases, self.assume, condition)
+        instantiate = tuple(self.instantiate.items()) if self.instantiate else None
+        return (
+            self.name,
+            tuple(self.fields.items()),
+            self.class_name,
+            self.aliases,
+            self.assume,
+            condition,
+            instantiate,
+        )
 
     def describe_fields(self) -> str:
         return ", ".join(f"{name}={f.symbol()}" for name, f in self._formulas.items())

@@ -1,0 +1,135 @@
+"""Exact parts of a tuple: ids, dates, question types, resolutions and provenance."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..checks import Check
+from ..checks.logic import Var
+from ..models import ForecastingQuestion, tuple_model
+
+#: Namespace of the deterministic ids given to generated questions.
+NAMESPACE = uuid.UUID("5b0f3a52-9d7e-4c1e-8a43-6f1f0c2d9e11")
+
+
+class Instantiator(Protocol):
+    """Writes the text of each field of a check from its base questions."""
+
+    name: str
+
+    def bases_for(self, check: Check) -> tuple[str, ...]:
+        """The base questions this instantiator needs for ``check``, in order."""
+        ...
+
+    async def instantiate(self, check: Check, bases: Mapping[str, ForecastingQuestion]) -> dict[str, Any]:
+        """One tuple (field → question dict, plus ``metadata``)."""
+        ...
+
+
+def field_id(check: Check, field: str, bases: Mapping[str, ForecastingQuestion], instantiator: str) -> str:
+    """Same bases, check, field and instantiator → same id, so regenerated benchmarks are identical."""
+    key = "|".join([check.name, field, instantiator, *(f"{k}={q.id}" for k, q in sorted(bases.items()))])
+    return str(uuid.uuid5(NAMESPACE, key))
+
+
+def assemble_tuple(
+    check: Check,
+    meaning: Check,
+    bases: Mapping[str, ForecastingQuestion],
+    texts: Mapping[str, tuple[str, str]],
+    *,
+    instantiator: str,
+    model: str | None = None,
+    extra_metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A validated tuple of ``check`` whose field ``f`` means ``meaning.formulas[f]`` over ``bases``.
+
+    ``texts`` gives (title, body) of every field that is not simply one of the bases. Resolution
+    date is the latest of the bases a field mentions, created date the latest creation date, and
+    the resolution is propagated from the bases' resolutions through the field's formula.
+    """
+    resolved = meaning.resolve({name: q.resolution for name, q in bases.items() if name in meaning.bases})
+    fields: dict[str, Any] = {}
+    for name, formula in meaning.formulas.items():
+        if isinstance(formula, Var) and formula.name == name and name in bases:
+            fields[name] = bases[name].model_dump(mode="json")
+            continue
+        if name not in texts:
+            raise KeyError(f"{instantiator} gave no text for field {name} of {check.name}")
+        involved = [bases[b] for b in sorted(formula.atoms()) if b in bases]
+        title, body = texts[name]
+        fields[name] = ForecastingQuestion(
+            id=field_id(check, name, bases, instantiator),
+            title=title,
+            body=body,
+            resolution_date=_latest(q.resolution_date for q in involved),
+            created_date=_latest(q.created_date for q in involved),
+            question_type=meaning.question_types[name],
+            data_source=instantiator,
+            metadata={},
+            resolution=resolved[name],
+        ).model_dump(mode="json")
+    fields["metadata"] = {
+        "base_sentences": {name: q.model_dump(mode="json") for name, q in bases.items()},
+        "instantiator": instantiator,
+        **({"model": model} if model else {}),
+        **dict(extra_metadata or {}),
+    }
+    return tuple_model(check).model_validate(fields).model_dump(mode="json")
+
+
+def _latest(values: Iterable[Any]) -> Any:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def choose_bases(
+    questions: Sequence[ForecastingQuestion],
+    names: Sequence[str],
+    n: int,
+    rng: np.random.Generator,
+    *,
+    group_key: str | None = "category",
+) -> list[dict[str, ForecastingQuestion]]:
+    """``n`` distinct assignments of questions to base names, without repeating a question inside one.
+
+    With ``group_key``, the questions of one assignment share ``metadata[group_key]`` when the
+    pool allows it (related questions make more natural conjunctions and conditionals).
+    """
+    k = len(names)
+    if len(questions) < k:
+        raise ValueError(f"need at least {k} base questions, got {len(questions)}")
+    groups: dict[Any, list[int]] = {}
+    for i, q in enumerate(questions):
+        key = (q.metadata or {}).get(group_key) if group_key else None
+        groups.setdefault(key, []).append(i)
+    pools = [idx for idx in groups.values() if len(idx) >= k] or [list(range(len(questions)))]
+    seen: set[tuple[int, ...]] = set()
+    out: list[dict[str, ForecastingQuestion]] = []
+    attempts = 0
+    while len(out) < n and attempts < 50 * n + 100:
+        attempts += 1
+        pool = pools[len(out) % len(pools)] if len(pools) > 1 else pools[0]
+        picked = tuple(int(i) for i in rng.choice(pool, size=k, replace=False))
+        if picked in seen:
+            continue
+        seen.add(picked)
+        out.append({name: questions[i] for name, i in zip(names, picked, strict=True)})
+    return out
+
+
+async def instantiate_all(
+    instantiator: Instantiator,
+    check: Check,
+    questions: Sequence[ForecastingQuestion],
+    n: int,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """``n`` tuples of ``check`` from ``questions`` (bases chosen with ``seed``), in a stable order."""
+    rng = np.random.default_rng([seed, sum(check.name.encode())])
+    chosen = choose_bases(questions, instantiator.bases_for(check), n, rng)
+    return [await instantiator.instantiate(check, bases) for bases in chosen]
