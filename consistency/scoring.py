@@ -213,7 +213,7 @@ def forecast_files(paths: Iterable[str | Path]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.glob("*.jsonl") if _is_checker_file(p))
+            found = sorted(p for p in path.glob("*.jsonl") if is_checker_file(p))
             if not found:
                 raise ScoringError(
                     f"{path}: no <Checker>.jsonl forecast files (e.g. NegChecker.jsonl) in this directory"
@@ -226,7 +226,7 @@ def forecast_files(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-def _is_checker_file(path: Path) -> bool:
+def is_checker_file(path: Path) -> bool:
     try:
         get_check(path.stem)
     except KeyError:

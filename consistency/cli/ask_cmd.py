@@ -7,20 +7,12 @@ import json
 from typing import Annotated
 
 import typer
-from pydantic import BaseModel, Field
 
+from ..forecasters.llm import ForecastAnswer, forecast_messages
 from ..llm import LLM
 from ..models import ForecastingQuestion
-from ..prompts import question_block, render
 from . import llm_options as opt
 from .console import err, escape, out
-
-
-class ForecastAnswer(BaseModel):
-    """What the model must return: a justification, then a probability."""
-
-    reasoning: str = Field(description="A short justification.")
-    prob: float = Field(ge=0.0, le=1.0, description="Probability that the question resolves YES.")
 
 
 def ask(
@@ -40,10 +32,7 @@ def ask(
 ) -> None:
     """Ask a model for the probability that a question resolves YES."""
     question = ForecastingQuestion(title=title, body=body)
-    messages = [
-        {"role": "system", "content": render("forecast_system")},
-        {"role": "user", "content": render("forecast_user", question=question_block(question))},
-    ]
+    messages = forecast_messages(question)
     settings = opt.settings(max_connections, rpm, tpm, timeout, max_attempts, no_cache, cost_limit)
 
     async def run():

@@ -1,4 +1,4 @@
-"""Data the project ships: a small sample for the quick start (questions written by us)."""
+"""Data the project ships: a consistency benchmark and a small scored sample (all written by us)."""
 
 from __future__ import annotations
 
@@ -9,3 +9,8 @@ from pathlib import Path
 def sample_dir() -> Path:
     """``sample/``: ``tuples/<Checker>.jsonl`` (hand-written) and ``forecasts/<Checker>.jsonl``."""
     return Path(str(files(__package__).joinpath("sample")))
+
+
+def benchmark_dir() -> Path:
+    """``benchmark/``: ``questions.jsonl`` (72 base questions) and ``tuples/<Checker>.jsonl``."""
+    return Path(str(files(__package__).joinpath("benchmark")))

@@ -1,0 +1,49 @@
+"""Forecasters: subclass :class:`Forecaster` and implement one async method.
+
+Built-ins are selectable by name: ``basic``, ``cot``, ``constant``, ``uniform``, ``crowd`` and
+``replay``; a bare model spec (``gpt-4o``, ``local``) means ``basic`` with that model.
+"""
+
+from .base import CallNote, Forecaster, ForecastError, ForecastOutcome, Occurrence, current_occurrence, note_call
+from .crowd import CrowdForecaster, pool
+from .llm import BasicForecaster, CoTForecaster, ExtractedForecast, ForecastAnswer, LLMForecaster, forecast_messages
+from .loading import (
+    ForecasterSpecError,
+    forecaster_class,
+    forecaster_names,
+    load_forecaster,
+    register_forecaster,
+    typed_options,
+)
+from .replay import ReplayForecaster
+from .simple import ConstantForecaster, UniformForecaster
+
+for _cls in (BasicForecaster, CoTForecaster, ConstantForecaster, UniformForecaster, CrowdForecaster, ReplayForecaster):
+    register_forecaster(_cls)
+
+__all__ = [
+    "BasicForecaster",
+    "CallNote",
+    "CoTForecaster",
+    "ConstantForecaster",
+    "CrowdForecaster",
+    "ExtractedForecast",
+    "ForecastAnswer",
+    "ForecastError",
+    "ForecastOutcome",
+    "Forecaster",
+    "ForecasterSpecError",
+    "LLMForecaster",
+    "Occurrence",
+    "ReplayForecaster",
+    "UniformForecaster",
+    "current_occurrence",
+    "forecast_messages",
+    "forecaster_class",
+    "forecaster_names",
+    "load_forecaster",
+    "note_call",
+    "pool",
+    "register_forecaster",
+    "typed_options",
+]

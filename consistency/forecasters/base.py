@@ -1,0 +1,296 @@
+"""What a forecaster is: one async method to implement; the framework does the rest.
+
+A subclass implements ``forecast(question) -> Forecast``. The framework adds a sync wrapper,
+concurrent batches with per-question timeouts and failure capture, a config dump taken from the
+constructor's arguments (for ``run.json``), a stable name, and a shared LLM session for
+forecasters that call models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import inspect
+import logging
+import math
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..llm import LLM, LLMSettings
+from ..llm.secrets import redact
+from ..models import Forecast, ForecastingQuestion
+
+log = logging.getLogger(__name__)
+
+
+class ForecastError(Exception):
+    """A forecaster could not produce a forecast; ``raw`` keeps what the model said, if anything."""
+
+    def __init__(self, reason: str, raw: str | None = None) -> None:
+        super().__init__(reason)
+        self.raw = raw
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """Where a question is being asked: which check, field and tuple (for context-aware forecasters)."""
+
+    check: str
+    field: str
+    tuple_ids: tuple[str, ...]
+
+
+@dataclass
+class CallNote:
+    """What the model calls behind one forecast cost; filled by LLM-based forecasters."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    cost: float = 0.0
+    tokens: int = 0
+
+    def add(self, result: Any) -> None:
+        self.calls += 1
+        self.cache_hits += int(bool(result.cache_hit))
+        self.tokens += result.usage.prompt_tokens + result.usage.completion_tokens
+        self.cost += result.usage.cost or 0.0
+
+    def merge(self, other: CallNote) -> None:
+        self.calls += other.calls
+        self.cache_hits += other.cache_hits
+        self.cost += other.cost
+        self.tokens += other.tokens
+
+    @property
+    def all_cached(self) -> bool:
+        return self.calls > 0 and self.cache_hits == self.calls
+
+
+_note: contextvars.ContextVar[CallNote | None] = contextvars.ContextVar("consistency_call_note", default=None)
+_occurrence: contextvars.ContextVar[Occurrence | None] = contextvars.ContextVar("consistency_occurrence", default=None)
+
+
+def note_call(result: Any) -> None:
+    """Record an LLM result against the forecast being made (no-op outside the framework)."""
+    note = _note.get()
+    if note is not None:
+        note.add(result)
+
+
+def current_occurrence() -> Occurrence | None:
+    return _occurrence.get()
+
+
+@dataclass
+class ForecastOutcome:
+    """A question's forecast, or why there is none; never an exception."""
+
+    question: ForecastingQuestion
+    forecast: Forecast | None = None
+    error: str | None = None
+    raw: str | None = None
+    note: CallNote = field(default_factory=CallNote)
+    seconds: float = 0.0
+    occurrence: Occurrence | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.forecast is not None
+
+
+class Forecaster(ABC):
+    """Subclass and implement :meth:`forecast`; constructor arguments become the recorded config.
+
+    ``context_dependent = True`` asks the framework to call :meth:`forecast` once per occurrence of
+    a question in a tuple (see :func:`current_occurrence`) instead of once per distinct question.
+    """
+
+    #: Name in the registry and the CLI (``--forecaster basic``); defaults to the class name.
+    name: ClassVar[str] = ""
+    context_dependent: ClassVar[bool] = False
+    _config: dict[str, Any]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            cls.__init__ = _recording_init(cls.__dict__["__init__"])  # type: ignore[method-assign]
+
+    @abstractmethod
+    async def forecast(self, question: ForecastingQuestion) -> Forecast:
+        """The probability that ``question`` resolves YES."""
+
+    # ----------------------------------------------------------------- identity
+    @property
+    def label(self) -> str:
+        """Short, stable name for run directories and tables, e.g. ``basic_gpt-4o``."""
+        model = self.config().get("model")
+        base = self.name or type(self).__name__
+        return f"{base}_{model}" if isinstance(model, str) else base
+
+    def config(self) -> dict[str, Any]:
+        """The constructor's arguments, JSON-ready and with secrets scrubbed."""
+        return {k: _jsonable(v) for k, v in getattr(self, "_config", {}).items()}
+
+    def describe(self) -> dict[str, Any]:
+        return {"forecaster_class": type(self).__name__, "name": self.label, "full_forecaster_config": self.config()}
+
+    def children(self) -> Sequence[Forecaster]:
+        """Forecasters this one delegates to (crowds, wrappers)."""
+        return ()
+
+    # ----------------------------------------------------------------- LLM session
+    def attach(self, llm: LLM | None) -> None:
+        """Give this forecaster (and its children) the shared LLM client of a run."""
+        self.llm = llm
+        for child in self.children():
+            child.attach(llm)
+
+    @contextlib.asynccontextmanager
+    async def session(self, settings: LLMSettings | None = None, transcript: str | None = None) -> AsyncIterator[None]:
+        """A fresh LLM client for the duration of the block, unless one is attached already."""
+        if getattr(self, "llm", None) is not None:
+            yield
+            return
+        async with LLM(settings, transcript=transcript) as llm:
+            self.attach(llm)
+            try:
+                yield
+            finally:
+                self.attach(None)
+
+    # ----------------------------------------------------------------- framework side
+    async def forecast_safely(
+        self, question: ForecastingQuestion, *, timeout: float | None = None, occurrence: Occurrence | None = None
+    ) -> ForecastOutcome:
+        """One forecast; raising, timing out or an invalid probability become a recorded failure."""
+        note = CallNote()
+        parent = _note.get()  # a crowd member's calls also count for the crowd's forecast
+        note_token = _note.set(note)
+        occ_token = _occurrence.set(occurrence)
+        start = time.perf_counter()
+        outcome = ForecastOutcome(question, note=note, occurrence=occurrence)
+        try:
+            result = await asyncio.wait_for(self.forecast(question), timeout)
+        except TimeoutError:
+            outcome.error = f"timed out after {timeout:g} s"
+        except ForecastError as exc:
+            outcome.error, outcome.raw = redact(str(exc)), exc.raw
+        except Exception as exc:
+            outcome.error = redact(f"{type(exc).__name__}: {_first_line(exc)}")
+        else:
+            try:
+                outcome.forecast = _as_forecast(result)
+            except ValidationError as exc:
+                outcome.error = f"invalid forecast: {exc.errors()[0]['msg']}"
+            except (ValueError, TypeError) as exc:
+                outcome.error = f"invalid forecast: {_first_line(exc)}"
+        finally:
+            _note.reset(note_token)
+            _occurrence.reset(occ_token)
+            if parent is not None:
+                parent.merge(note)
+        outcome.seconds = time.perf_counter() - start
+        if outcome.error:
+            log.info("forecast failed for %s: %s", question.id, outcome.error)
+        return outcome
+
+    async def forecast_many(
+        self,
+        questions: Iterable[ForecastingQuestion],
+        *,
+        concurrency: int = 16,
+        timeout: float | None = None,
+        on_outcome: Callable[[ForecastOutcome], None] | None = None,
+    ) -> list[ForecastOutcome]:
+        """Forecast concurrently (at most ``concurrency`` at once); results in input order."""
+        items = list(questions)
+        gate = asyncio.Semaphore(max(1, concurrency))
+
+        async def one(q: ForecastingQuestion) -> ForecastOutcome:
+            async with gate:
+                outcome = await self.forecast_safely(q, timeout=timeout)
+            if on_outcome is not None:
+                on_outcome(outcome)
+            return outcome
+
+        async with self.session():
+            return list(await asyncio.gather(*(one(q) for q in items)))
+
+    def forecast_sync(self, question: ForecastingQuestion | str, **fields: Any) -> Forecast:
+        """Blocking convenience for scripts and notebooks; raises :class:`ForecastError` on failure."""
+        if isinstance(question, str):
+            question = ForecastingQuestion(title=question, **fields)
+
+        async def run() -> ForecastOutcome:
+            async with self.session():
+                return await self.forecast_safely(question)
+
+        outcome = asyncio.run(run())
+        if outcome.forecast is None:
+            raise ForecastError(outcome.error or "no forecast", outcome.raw)
+        return outcome.forecast
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
+        return f"{type(self).__name__}({args})"
+
+
+def _recording_init(init: Callable[..., None]) -> Callable[..., None]:
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def wrapper(self: Forecaster, *args: Any, **kwargs: Any) -> None:
+        if not hasattr(self, "_config"):  # the most derived __init__ records; super().__init__ calls don't
+            bound = signature.bind(self, *args, **kwargs)
+            bound.apply_defaults()
+            config = dict(bound.arguments)
+            config.pop("self", None)
+            for name, param in signature.parameters.items():
+                if param.kind is param.VAR_KEYWORD:
+                    config.update(config.pop(name, {}))
+                elif param.kind is param.VAR_POSITIONAL:
+                    config[name] = list(config.pop(name, ()))
+            self._config = config
+        init(self, *args, **kwargs)
+
+    return wrapper
+
+
+def _as_forecast(result: Any) -> Forecast:
+    if isinstance(result, Forecast):
+        return Forecast.model_validate(result.model_dump())  # re-validate: fields may have been mutated
+    if isinstance(result, int | float) and not isinstance(result, bool):
+        if not math.isfinite(result):
+            raise ValueError(f"probability must be a number in [0, 1], got {result!r}")
+        return Forecast(prob=float(result))
+    if isinstance(result, Mapping):
+        return Forecast.model_validate(result)
+    raise TypeError(f"forecast() must return a Forecast, got {type(result).__name__}")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Forecaster):
+        return value.describe()
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str):
+        return redact(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return redact(str(value))

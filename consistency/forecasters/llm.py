@@ -1,0 +1,99 @@
+"""Forecasters that ask a language model, through the project's LLM layer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..llm import LLM, LLMResult
+from ..llm.specs import parse_model_spec
+from ..models import Forecast, ForecastingQuestion
+from ..prompts import question_block, render
+from .base import Forecaster, ForecastError, note_call
+
+
+class ForecastAnswer(BaseModel):
+    """What the model must return: a justification, then a probability."""
+
+    reasoning: str = Field(description="A short justification.")
+    prob: float = Field(ge=0.0, le=1.0, description="Probability that the question resolves YES.")
+
+
+class ExtractedForecast(BaseModel):
+    """The conclusion of a free-text reasoning, read back by a (possibly smaller) model."""
+
+    reasoning_summary: str = Field(description="One or two sentences summarising the reasoning.")
+    prob: float = Field(ge=0.0, le=1.0, description="The probability of YES the reasoning concluded with.")
+
+
+def forecast_messages(question: ForecastingQuestion, system: str = "forecast_system", user: str = "forecast_user"):
+    return [
+        {"role": "system", "content": render(system)},
+        {"role": "user", "content": render(user, question=question_block(question))},
+    ]
+
+
+class LLMForecaster(Forecaster):
+    """Base for forecasters that call models; ``self.llm`` is the run's shared client."""
+
+    llm: LLM | None = None
+
+    def __init__(self, model: str = "local", **params: Any) -> None:
+        parse_model_spec(model)  # fail at construction on a malformed spec, not mid-run
+        self.model = model
+        self.params = params
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}_{parse_model_spec(self.model).label}"
+
+    def _client(self) -> LLM:
+        if self.llm is None:
+            raise RuntimeError("no LLM session: use forecast_sync, forecast_many or `async with forecaster.session()`")
+        return self.llm
+
+    @staticmethod
+    def _value(result: LLMResult) -> Any:
+        note_call(result)
+        if not result.ok:
+            raise ForecastError(result.error or "the model gave no usable answer", result.raw)
+        return result.value
+
+
+class BasicForecaster(LLMForecaster):
+    """One structured call: a short justification and a probability (paper appendix F.1's idea)."""
+
+    name = "basic"
+
+    async def forecast(self, question: ForecastingQuestion) -> Forecast:
+        messages = forecast_messages(question)
+        answer = self._value(await self._client().structured(self.model, messages, ForecastAnswer, **self.params))
+        return Forecast(prob=answer.prob, metadata={"reasoning": answer.reasoning})
+
+
+class CoTForecaster(LLMForecaster):
+    """Free-text reasoning from the main model, then ``extractor`` reads off the probability (appendix F.2)."""
+
+    name = "cot"
+
+    def __init__(self, model: str = "local", extractor: str | None = None, **params: Any) -> None:
+        super().__init__(model, **params)
+        self.extractor = extractor or model
+        parse_model_spec(self.extractor)
+
+    async def forecast(self, question: ForecastingQuestion) -> Forecast:
+        llm = self._client()
+        messages = forecast_messages(question, "cot_system", "cot_user")
+        reasoning = self._value(await llm.text(self.model, messages, **self.params))
+        extract = [
+            {"role": "system", "content": render("extract_system")},
+            {
+                "role": "user",
+                "content": render("extract_user", question=question_block(question), reasoning=reasoning.strip()),
+            },
+        ]
+        answer = self._value(await llm.structured(self.extractor, extract, ExtractedForecast))
+        return Forecast(
+            prob=answer.prob, metadata={"reasoning": reasoning, "reasoning_summary": answer.reasoning_summary}
+        )

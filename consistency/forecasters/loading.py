@@ -1,0 +1,192 @@
+"""Turning ``--forecaster`` and ``-F key=value`` into a forecaster object.
+
+A spec is a registered name (``basic``, ``cot``...), ``name:model`` (``cot:gpt-4o``), a user's
+class (``path/to/file.py::ClassName`` or ``package.module:ClassName``), or else a model spec,
+which means the basic forecaster with that model. Option values are typed from the
+constructor's signature.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import sys
+import typing
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+
+from ..llm.specs import ModelSpecError, parse_model_spec
+from .base import Forecaster
+
+_REGISTRY: dict[str, type[Forecaster]] = {}
+
+
+class ForecasterSpecError(ValueError):
+    """A ``--forecaster`` or ``-F`` value that cannot be turned into a forecaster."""
+
+
+def register_forecaster(cls: type[Forecaster], name: str | None = None) -> type[Forecaster]:
+    """Make ``cls`` selectable by name (also usable as a class decorator)."""
+    key = (name or cls.name or cls.__name__).lower()
+    _REGISTRY[key] = cls
+    return cls
+
+
+def forecaster_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def forecaster_class(spec: str) -> tuple[type[Forecaster], dict[str, Any]]:
+    """The class a spec names, and the options the spec itself implies (e.g. the model)."""
+    text = spec.strip()
+    if "::" in text and text.split("::", 1)[0].endswith(".py"):
+        path, _, name = text.partition("::")
+        return _from_file(Path(path), name), {}
+    name, sep, rest = text.partition(":")
+    if sep and name.lower() in _REGISTRY and rest:
+        return _REGISTRY[name.lower()], {"model": rest}
+    if text.lower() in _REGISTRY:
+        return _REGISTRY[text.lower()], {}
+    if sep and rest and "/" not in name and "." in name and rest.isidentifier():
+        return _from_module(name, rest), {}
+    close = difflib.get_close_matches(text.lower(), forecaster_names(), n=1, cutoff=0.75)
+    if close or any(c.isspace() for c in text):
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ForecasterSpecError(f"unknown forecaster {spec!r}{hint} (known: {', '.join(forecaster_names())})")
+    try:
+        parse_model_spec(text)
+    except ModelSpecError as exc:
+        raise ForecasterSpecError(
+            f"{spec!r} is neither a forecaster ({', '.join(forecaster_names())}), a class "
+            f"(file.py::Class or package.module:Class) nor a model spec: {exc}"
+        ) from None
+    return _REGISTRY["basic"], {"model": text}
+
+
+def load_forecaster(spec: str | Forecaster, options: Mapping[str, str] | Iterable[str] | None = None) -> Forecaster:
+    """Build the forecaster ``spec`` names; ``options`` as a mapping or ``key=value`` strings."""
+    if isinstance(spec, Forecaster):
+        return spec
+    cls, implied = forecaster_class(spec)
+    raw = dict(implied)
+    raw.update(parse_options(options))
+    kwargs = typed_options(cls, raw)
+    try:
+        return cls(**kwargs)
+    except ForecasterSpecError:
+        raise
+    except Exception as exc:
+        raise ForecasterSpecError(f"cannot create forecaster {spec!r}: {exc}") from None
+
+
+def parse_options(options: Mapping[str, str] | Iterable[str] | None) -> dict[str, str]:
+    if options is None:
+        return {}
+    if isinstance(options, Mapping):
+        return {str(k): v for k, v in options.items()}
+    out = {}
+    for item in options:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ForecasterSpecError(f"forecaster option {item!r} is not key=value")
+        out[key.strip()] = value
+    return out
+
+
+def typed_options(cls: type[Forecaster], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Convert string option values to the types the constructor declares."""
+    signature = inspect.signature(cls.__init__)
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:
+        hints = {}
+    params = {n: p for n, p in signature.parameters.items() if n != "self"}
+    open_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        param = params.get(key)
+        if param is None or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+            if not open_kwargs:
+                names = ", ".join(n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+                raise ForecasterSpecError(f"{cls.__name__} has no option {key!r}; its options: {names or 'none'}")
+            out[key] = _literal(value) if isinstance(value, str) else value
+            continue
+        out[key] = _convert(cls, key, value, hints.get(key, Any))
+    missing = [
+        n
+        for n, p in params.items()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in out
+    ]
+    if missing:
+        raise ForecasterSpecError(f"{cls.__name__} needs option(s) {', '.join(missing)} (pass -F {missing[0]}=...)")
+    return out
+
+
+def _convert(cls: type, key: str, value: Any, hint: Any) -> Any:
+    if not isinstance(value, str) or hint is Any or hint is str:
+        return value
+    origin = typing.get_origin(hint)
+    if origin in (list, tuple, set, frozenset) or str(origin).startswith("<class 'collections.abc."):
+        text = value.strip()
+        value = (
+            json.loads(text) if text.startswith("[") else [v.strip() for v in text.split(";" if ";" in text else ",")]
+        )
+    try:
+        adapter = TypeAdapter(hint, config=ConfigDict(arbitrary_types_allowed=True))
+        return adapter.validate_python(value) if not isinstance(value, str) else adapter.validate_strings(value)
+    except ValidationError as exc:
+        raise ForecasterSpecError(f"option {key}={value!r} for {cls.__name__}: {exc.errors()[0]['msg']}") from None
+    except Exception:
+        return value
+
+
+def _literal(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _check_class(obj: Any, where: str) -> type[Forecaster]:
+    if not (isinstance(obj, type) and issubclass(obj, Forecaster)):
+        raise ForecasterSpecError(f"{where} is not a Forecaster subclass")
+    return obj
+
+
+def _from_file(path: Path, name: str) -> type[Forecaster]:
+    if not path.is_file():
+        raise ForecasterSpecError(f"{path}: no such file")
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    module_name = f"consistency_user_{path.stem}_{digest}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise ForecasterSpecError(f"{path}: cannot be imported as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[module_name]
+            raise ForecasterSpecError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
+    if not hasattr(module, name):
+        raise ForecasterSpecError(f"{path} defines no {name!r}")
+    return _check_class(getattr(module, name), f"{path}::{name}")
+
+
+def _from_module(module_name: str, name: str) -> type[Forecaster]:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ForecasterSpecError(f"cannot import {module_name}: {exc}") from None
+    if not hasattr(module, name):
+        raise ForecasterSpecError(f"module {module_name} defines no {name!r}")
+    return _check_class(getattr(module, name), f"{module_name}:{name}")
