@@ -22,6 +22,12 @@ _EXPORTS = {
     "frequentist": "consistency.metrics",
     "score_forecasts": "consistency.scoring",
     "score_path": "consistency.scoring",
+    "Forecaster": "consistency.forecasters",
+    "load_forecaster": "consistency.forecasters",
+    "register_forecaster": "consistency.forecasters",
+    "evaluate": "consistency.evaluation",
+    "resume": "consistency.evaluation",
+    "evaluate_questions": "consistency.evaluation.ground_truth",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 #: Subcommands of the CLI; kept here (stdlib only) so delegation needs no heavy imports.
-COMMANDS = ("score", "validate", "checks", "ask", "cache", "leaderboard", "compare", "correlate", "version")
+COMMANDS = ("evaluate", "score", "validate", "checks", "ask", "cache", "leaderboard", "compare", "correlate", "version")
 
 
 def main() -> None:

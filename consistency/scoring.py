@@ -181,10 +181,12 @@ class ScoreReport:
             }
         return out
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, *, timestamp: bool = True) -> dict[str, Any]:
+        """Everything about the scores; ``timestamp=False`` for files that must be reproducible."""
+        created = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z") if timestamp else None
         return {
             "consistency_version": __version__,
-            "created": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            **({"created": created} if created else {}),
             "inputs": self.inputs,
             "parameters": self.params.model_dump(),
             "checks": {
@@ -289,13 +291,19 @@ def write_report(report: ScoreReport, out_dir: str | Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for scored in report.files:
         _write_scored_lines(scored, out / f"{scored.check.class_name}.jsonl")
+    write_stats(report, out, report.summary())
+    return out
+
+
+def write_stats(report: ScoreReport, out: Path, summary: dict[str, Any]) -> None:
+    """``stats_<Checker>.json`` per check and ``summary.json``."""
+    for scored in report.files:
         stats = {
             "overall": {m: s.model_dump() for m, s in scored.stats().items()},
             "parameters": report.params.model_dump(),
         }
         write_json(out / f"stats_{scored.check.class_name}.json", stats)
-    write_json(out / "summary.json", report.summary())
-    return out
+    write_json(out / "summary.json", summary)
 
 
 def _write_scored_lines(scored: ScoredFile, target: Path) -> None:

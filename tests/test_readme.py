@@ -10,9 +10,11 @@ import numpy as np
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_python_examples_run():
+def test_python_examples_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # examples write run directories under runs/
+    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
-    assert len(blocks) >= 3
+    assert len(blocks) >= 4
     namespace: dict = {}
     for block in blocks:
         exec(compile(block, str(README), "exec"), namespace)
@@ -21,3 +23,6 @@ def test_python_examples_run():
     assert namespace["res"].violation[0] > 0
     sym = namespace["score_forecasts"]("symand", [[0.2, 0.3]]).arbitrage.violation
     np.testing.assert_allclose(sym, [0.0135], atol=1e-4)
+    run = namespace["run"]
+    assert run.meta["status"] == "complete" and not run.failures
+    assert (run.run_dir / "NegChecker.jsonl").exists()

@@ -8,7 +8,17 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import ask_cmd, cache_cmd, checks_cmd, compare_cmd, correlate_cmd, leaderboard_cmd, score_cmd, validate_cmd
+from . import (
+    ask_cmd,
+    cache_cmd,
+    checks_cmd,
+    compare_cmd,
+    correlate_cmd,
+    evaluate_cmd,
+    leaderboard_cmd,
+    score_cmd,
+    validate_cmd,
+)
 
 app = typer.Typer(
     name="cc",
@@ -25,6 +35,7 @@ def _root(verbose: Annotated[bool, typer.Option("--verbose", "-V", help="Log wha
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
+app.command("evaluate")(evaluate_cmd.evaluate_cmd)
 app.command("score")(score_cmd.score)
 app.command("validate")(validate_cmd.validate)
 app.command("checks")(checks_cmd.checks)

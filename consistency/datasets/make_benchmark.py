@@ -12,7 +12,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from ..checks import all_checks
+from ..checks.builtin import BUILTIN_CHECKS
 from ..generate import TemplateInstantiator, instantiate_all
 from ..jsonl import read_jsonl, write_jsonl
 from ..models import ForecastingQuestion
@@ -29,7 +29,7 @@ def make_benchmark(questions_path: Path, out_dir: Path, per_check: int = PER_CHE
         questions.append(item)
     instantiator = TemplateInstantiator()
     counts = {}
-    for check in all_checks():
+    for check in BUILTIN_CHECKS:
         tuples = asyncio.run(instantiate_all(instantiator, check, questions, per_check, seed=seed))
         counts[check.class_name] = write_jsonl(out_dir / f"{check.class_name}.jsonl", tuples)
     return counts

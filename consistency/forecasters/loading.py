@@ -54,7 +54,7 @@ def forecaster_class(spec: str) -> tuple[type[Forecaster], dict[str, Any]]:
         return _REGISTRY[name.lower()], {"model": rest}
     if text.lower() in _REGISTRY:
         return _REGISTRY[text.lower()], {}
-    if sep and rest and "/" not in name and "." in name and rest.isidentifier():
+    if sep and rest.isidentifier() and all(part.isidentifier() for part in name.split(".")):
         return _from_module(name, rest), {}
     close = difflib.get_close_matches(text.lower(), forecaster_names(), n=1, cutoff=0.75)
     if close or any(c.isspace() for c in text):

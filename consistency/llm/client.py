@@ -139,7 +139,9 @@ class _Endpoint:
         ]
         self.wrapped = [instructor.from_openai(c, mode=spec.mode) for c in self.clients]
         self._next = itertools.cycle(range(shards))
-        self.semaphore = asyncio.Semaphore(s.max_connections)
+        # llama-cpp-python's server answers one request at a time: queue here, where waiting does
+        # not count against the HTTP timeout, instead of in the server, where it would
+        self.semaphore = asyncio.Semaphore(1 if spec.provider == "local" else s.max_connections)
         s = llm.settings
         self.rpm = RateLimiter(s.requests_per_minute) if s.requests_per_minute else None
         self.tpm = RateLimiter(s.tokens_per_minute) if s.tokens_per_minute else None

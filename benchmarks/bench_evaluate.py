@@ -1,0 +1,90 @@
+"""End-to-end evaluation throughput: ``python benchmarks/bench_evaluate.py``.
+
+Builds 1,000 tuples of mixed checks (100 per check, template-instantiated from the bundled base
+questions), then runs ``evaluate`` with the basic forecaster against the scripted server (own
+process, 50 ms latency) at concurrency 64 and prints
+
+    questions=<n> wall_s=<t> call_bound_s=<questions*latency/concurrency> efficiency=<bound/wall>
+
+(target efficiency >= 0.8); then the same run again from the response cache (target: under
+10 s); then the ``local`` forecaster's throughput in questions/s on a few questions (tracked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from bench_llm import scripted_server
+
+from consistency.checks.builtin import BUILTIN_CHECKS
+from consistency.datasets import benchmark_dir
+from consistency.evaluation import RunOptions, evaluate
+from consistency.generate import TemplateInstantiator, instantiate_all
+from consistency.jsonl import read_jsonl, write_jsonl
+from consistency.llm import LLMSettings
+from consistency.models import ForecastingQuestion
+
+
+def build_tuples(out: Path, per_check: int) -> None:
+    questions = [q for _, q in read_jsonl(benchmark_dir() / "questions.jsonl", ForecastingQuestion)]
+    for check in BUILTIN_CHECKS:
+        tuples = asyncio.run(instantiate_all(TemplateInstantiator(), check, questions, per_check, seed=1))
+        write_jsonl(out / f"{check.class_name}.jsonl", tuples)
+
+
+def timed_run(spec: str, tuples: Path, out: Path, concurrency: int) -> tuple[float, dict]:
+    options = RunOptions(concurrency=concurrency, llm=LLMSettings(max_connections=concurrency))
+    start = time.perf_counter()
+    result = evaluate(spec, tuples=tuples, out=out, options=options)
+    elapsed = time.perf_counter() - start
+    if result.failures:
+        raise SystemExit(f"{len(result.failures)} forecasts failed: {result.failures[0]['error']}")
+    return elapsed, result.meta
+
+
+def local_throughput(questions: int, root: Path) -> str:
+    if questions <= 0:
+        return "local_questions_per_s=- (skipped)"
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "local_questions_per_s=- (install the local extra: pip install -e '.[local]')"
+    evaluate("constant", checks=["neg"], limit=1, out=root / "warm")  # imports, not timed
+    start = time.perf_counter()
+    result = evaluate("local", checks=["neg", "para"], limit=max(1, questions // 3), out=root / "local")
+    elapsed = time.perf_counter() - start
+    n = result.meta["questions"]
+    return f"local_questions_per_s={n / elapsed:.3f} questions={n} wall_s={elapsed:.1f} (includes server start)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-check", type=int, default=100)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--local-questions", type=int, default=6)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        os.environ["CC_CACHE_DIR"] = str(root / "cache")
+        build_tuples(root / "tuples", args.per_check)
+        with scripted_server(args.latency) as spec:
+            wall, meta = timed_run(spec, root / "tuples", root / "cold", args.concurrency)
+            n = meta["questions"]
+            bound = n * args.latency / args.concurrency
+            print(
+                f"questions={n} wall_s={wall:.2f} call_bound_s={bound:.2f} efficiency={bound / wall:.3f} "
+                f"tuples={10 * args.per_check} calls={meta['totals']['calls']}"
+            )
+            warm, meta = timed_run(spec, root / "tuples", root / "warm", args.concurrency)
+            totals = meta["totals"]
+            print(f"cached_rerun_wall_s={warm:.2f} cache_hits={totals['cache_hits']} calls={totals['calls']}")
+        print(local_throughput(args.local_questions, root))
+
+
+if __name__ == "__main__":
+    main()

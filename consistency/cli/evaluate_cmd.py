@@ -1,0 +1,190 @@
+"""``cc evaluate``: forecast a benchmark (or resolved questions), score it, write a run directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..evaluation import EvaluationResult, RunDir, RunDirError, RunOptions, Tally, evaluate, resume
+from ..evaluation.ground_truth import evaluate_questions, resume_questions
+from ..files import DetectionError
+from ..forecasters import ForecasterSpecError
+from ..scoring import ScoreParams
+from . import llm_options as opt
+from .console import err, escape, fmt, out
+from .score_cmd import render_table
+
+
+class _Bar:
+    """A rich progress bar fed by the evaluation's callbacks: done / failed / cached / cost so far."""
+
+    def __init__(self) -> None:
+        self.tally = Tally()
+        self.progress = Progress(
+            TextColumn("[bold]forecasting"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=False,
+        )
+        self.task: Any = None
+
+    def start(self, tally: Tally) -> None:
+        self.tally = tally
+        self.progress.start()
+        self.task = self.progress.add_task("", total=tally.total, completed=tally.done, info=self._info())
+
+    def record(self, record: dict[str, Any]) -> None:
+        ok = record.get("forecast") is not None
+        self.tally.done += ok
+        self.tally.failed += not ok
+        self.tally.cached += bool(record.get("calls")) and record.get("cache_hits") == record.get("calls")
+        self.tally.cost += record.get("cost") or 0.0
+        self.progress.update(self.task, completed=self.tally.done + self.tally.failed, info=self._info())
+
+    def _info(self) -> str:
+        t = self.tally
+        return f"failed {t.failed}  cached {t.cached}  ${t.cost:.4f}"
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def evaluate_cmd(
+    forecaster: Annotated[
+        str,
+        typer.Option(
+            "--forecaster",
+            "-f",
+            help="basic, cot, constant, uniform, crowd, replay, a model spec (gpt-4o, local: the basic "
+            "forecaster with that model), name:model (cot:gpt-4o), file.py::Class or package.module:Class.",
+        ),
+    ] = "local",
+    forecaster_option: Annotated[
+        list[str] | None,
+        typer.Option("--forecaster-option", "-F", help="Forecaster option key=value (repeatable), e.g. -F p=0.3."),
+    ] = None,
+    tuples: Annotated[
+        Path | None,
+        typer.Option(
+            "--tuples", "-t", help="Directory of <Checker>.jsonl tuple files, or one file (default: bundled)."
+        ),
+    ] = None,
+    checks: Annotated[
+        str | None, typer.Option("--checks", "-c", help="Comma-separated checks to run, e.g. cond,neg (default: all).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="At most N tuples per check (sampled).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the --limit sample.")] = 0,
+    questions: Annotated[
+        Path | None,
+        typer.Option("--questions", "-q", help="Resolved questions: score against outcomes (Brier, log score)."),
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Run directory (default: runs/<time>_<forecaster>_<benchmark>).")
+    ] = None,
+    resume_dir: Annotated[
+        Path | None, typer.Option("--resume", help="Finish an interrupted run directory without re-asking.")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Questions forecast at once.")] = 32,
+    forecast_timeout: Annotated[
+        float, typer.Option("--forecast-timeout", help="Seconds per question before it is recorded as failed.")
+    ] = 300.0,
+    epsilon: Annotated[float, typer.Option(help="Forecasts of exactly 0 or 1 become ε / 1-ε for arbitrage.")] = 1e-3,
+    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% interval of each mean.")] = 1000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
+    max_connections: opt.MaxConnections = 16,
+    rpm: opt.RequestsPerMinute = None,
+    tpm: opt.TokensPerMinute = None,
+    timeout: opt.Timeout = 60.0,
+    max_attempts: opt.MaxAttempts = 6,
+    no_cache: opt.NoCache = False,
+    cost_limit: opt.CostLimit = None,
+) -> None:
+    """Forecast every question of a consistency benchmark once, score every tuple, write a run directory."""
+    bar = _Bar()
+    options = RunOptions(
+        concurrency=concurrency,
+        timeout=forecast_timeout,
+        llm=opt.settings(max_connections, rpm, tpm, timeout, max_attempts, no_cache, cost_limit),
+        on_start=bar.start,
+        on_record=bar.record,
+    )
+    try:
+        if resume_dir is not None:
+            kind = RunDir(resume_dir).read().get("kind")
+            result = (resume_questions if kind == "ground_truth" else resume)(resume_dir, options=options)
+        elif questions is not None:
+            result = evaluate_questions(
+                forecaster,
+                questions,
+                limit=limit,
+                seed=seed,
+                out=out_dir,
+                forecaster_options=_options(forecaster_option),
+                options=options,
+            )
+        else:
+            result = evaluate(
+                forecaster,
+                tuples=tuples,
+                checks=[c for c in checks.split(",") if c.strip()] if checks else None,
+                limit=limit,
+                seed=seed,
+                out=out_dir,
+                forecaster_options=_options(forecaster_option),
+                params=ScoreParams(epsilon=epsilon, bootstrap=bootstrap),
+                options=options,
+            )
+    except KeyboardInterrupt:
+        bar.stop()
+        err.print("[yellow]interrupted[/yellow]: finished forecasts are saved; resume with --resume <run dir>")
+        raise typer.Exit(130) from None
+    except (ForecasterSpecError, RunDirError, DetectionError, KeyError, ValueError, OSError) as exc:
+        bar.stop()
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    bar.stop()
+    _print(result, as_json)
+
+
+def _options(items: list[str] | None) -> dict[str, str]:
+    from ..forecasters.loading import parse_options
+
+    return parse_options(items or [])
+
+
+def _print(result: EvaluationResult, as_json: bool) -> None:
+    meta = result.meta
+    if result.report is None:
+        summary = meta["summary"]
+        if as_json:
+            out.print_json(json.dumps(summary))
+        else:
+            out.print(
+                f"questions {summary['total_questions']}  scored {summary['scored']}  failed {summary['failed']} "
+                f"({fmt(summary['fraction_failed'], 3)})\n"
+                f"Brier score {fmt(summary['avg_brier_score'])}  log score {fmt(summary['avg_log_score'])} bits  "
+                f"calibration error {fmt(summary.get('calibration_error'))}"
+            )
+    elif as_json:
+        out.print_json((result.run_dir / "summary.json").read_text(encoding="utf-8"))
+    else:
+        out.print(render_table(result.report))
+    totals = meta.get("totals", {})
+    err.print(
+        f"{meta.get('questions', 0)} questions, {len(result.failures)} failed; "
+        f"{totals.get('calls', 0)} model calls, {totals.get('cache_hits', 0)} cache hits, ${totals.get('cost', 0):.4f}"
+    )
+    for failure in result.failures[:5]:
+        err.print(f"  failed {escape(failure['question_id'])}: {escape(str(failure['error']))}")
+    if len(result.failures) > 5:
+        err.print(f"  ... and {len(result.failures) - 5} more (listed in summary.json)")
+    err.print(f"run directory: [bold]{escape(str(result.run_dir))}[/bold] ({meta['status']})")
+    if meta["status"] != "complete" or result.failures:
+        err.print(f"retry what is missing with: cc evaluate --resume {escape(str(result.run_dir))}")

@@ -1,0 +1,109 @@
+"""Asking a forecaster every distinct question of a run once, journaled so a run can resume."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..forecasters import Forecaster, ForecastOutcome, Occurrence
+from ..llm import LLM, LLMSettings
+from ..models import ForecastingQuestion
+from .rundir import TRANSCRIPT, RunDir
+
+log = logging.getLogger(__name__)
+
+#: How much of a model's unusable answer a failure record keeps.
+RAW_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One forecast the run needs: a distinct question (or, for context-dependent forecasters, an occurrence)."""
+
+    key: str
+    question: ForecastingQuestion
+    occurrence: Occurrence | None = None
+
+
+@dataclass
+class Tally:
+    """Live counts for progress displays."""
+
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    cached: int = 0
+    cost: float = 0.0
+
+
+def question_key(question: ForecastingQuestion) -> str:
+    """Questions are the same when their id and text are: a reused id with new text is a new question."""
+    digest = hashlib.sha256(f"{question.title}\x00{question.body}".encode()).hexdigest()[:10]
+    return f"{question.id}#{digest}"
+
+
+def occurrence_key(occurrence: Occurrence) -> str:
+    digest = hashlib.sha256("|".join(occurrence.tuple_ids).encode()).hexdigest()[:10]
+    return f"{occurrence.check}.{occurrence.field}#{digest}"
+
+
+def record_of(ask: Ask, outcome: ForecastOutcome) -> dict[str, Any]:
+    """A journal line. Call counts ride along while running and are dropped when the run completes."""
+    return {
+        "key": ask.key,
+        "question_id": ask.question.id,
+        "forecast": outcome.forecast.model_dump(mode="json") if outcome.forecast else None,
+        "error": outcome.error,
+        "raw": outcome.raw[:RAW_LIMIT] if outcome.raw else None,
+        "calls": outcome.note.calls,
+        "cache_hits": outcome.note.cache_hits,
+        "cost": outcome.note.cost,
+    }
+
+
+def canonical(record: dict[str, Any]) -> dict[str, Any]:
+    """What stays in a finished run's journal: the same for a resumed and an uninterrupted run."""
+    return {k: record.get(k) for k in ("key", "question_id", "forecast", "error", "raw")}
+
+
+async def ask_all(
+    forecaster: Forecaster,
+    asks: Iterable[Ask],
+    run: RunDir,
+    done: dict[str, dict[str, Any]],
+    *,
+    concurrency: int,
+    timeout: float | None,
+    settings: LLMSettings | None,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Forecast every ask not already answered in ``done`` (failures are asked again), journaling each.
+
+    Returns the LLM layer's statistics of this session.
+    """
+    pending = [a for a in asks if done.get(a.key, {}).get("forecast") is None]
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(ask: Ask) -> None:
+        async with gate:
+            outcome = await forecaster.forecast_safely(ask.question, timeout=timeout, occurrence=ask.occurrence)
+        record = record_of(ask, outcome)
+        done[ask.key] = record
+        run.append(record)
+        if on_record is not None:
+            on_record(record)
+
+    async with LLM(settings, transcript=run.path / TRANSCRIPT) as llm:
+        forecaster.attach(llm)
+        try:
+            if pending:
+                log.info("asking %d question(s), %d already answered", len(pending), len(done))
+                await asyncio.gather(*(one(a) for a in pending))
+        finally:
+            forecaster.attach(None)
+            run.close()
+        return llm.stats.as_dict()

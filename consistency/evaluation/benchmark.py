@@ -1,0 +1,95 @@
+"""Which tuples a run evaluates: the bundled benchmark or the user's files, filtered and sampled."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..checks import Check, all_checks, get_check
+from ..datasets import benchmark_dir
+from ..files import FileKind, detect, validate_lines
+from ..jsonl import LineError
+from ..models import ForecastingQuestion, ForecastLine
+from ..scoring import ScoringError, forecast_files
+
+
+@dataclass
+class TupleSet:
+    """The tuples of one check selected for a run, with the line each came from."""
+
+    check: Check
+    path: Path
+    lines: list[int] = field(default_factory=list)
+    tuples: list[dict[str, ForecastingQuestion]] = field(default_factory=list)
+    errors: list[LineError] = field(default_factory=list)
+    available: int = 0
+
+    def ids(self, i: int) -> tuple[str, ...]:
+        return tuple(self.tuples[i][f].id for f in self.check.field_names)
+
+
+def bundled_tuples() -> Path:
+    return benchmark_dir() / "tuples"
+
+
+def load_benchmark(
+    source: str | Path | None = None,
+    checks: Sequence[str | Check] | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+) -> list[TupleSet]:
+    """Tuples from ``source`` (a directory of ``<Checker>.jsonl`` tuple or forecast files, or one
+    file; default: the bundled benchmark), for ``checks`` (default: all), at most ``limit`` per
+    check sampled with ``seed`` and kept in file order. Bad lines are collected, not fatal."""
+    wanted = {get_check(c).name for c in checks} if checks else None
+    try:
+        paths = forecast_files([source or bundled_tuples()])
+    except ScoringError as exc:
+        raise ValueError(str(exc).replace("forecast files", "tuple files")) from None
+    sets: dict[str, TupleSet] = {}
+    for path in paths:
+        info = detect(path)
+        if info.kind not in (FileKind.TUPLES, FileKind.FORECASTS) or info.check is None:
+            raise ValueError(f"{path}: holds {info.kind}, not tuples of a check")
+        if wanted is not None and info.check.name not in wanted:
+            continue
+        if info.check.class_name in sets:
+            raise ValueError(f"{path}: a second file of {info.check.name} tuples; give one file per check")
+        ts = TupleSet(info.check, path)
+        for number, item in validate_lines(info):
+            if isinstance(item, list):
+                ts.errors.extend(item)
+                continue
+            if isinstance(item, ForecastLine):
+                ts.tuples.append({f: item.line[f].question for f in info.check.field_names})
+            else:
+                ts.tuples.append({f: getattr(item, f) for f in info.check.field_names})
+            ts.lines.append(number)
+        ts.available = len(ts.tuples)
+        if limit is not None and limit < len(ts.tuples):
+            rng = np.random.default_rng([seed, *info.check.class_name.encode()])
+            keep = np.sort(rng.choice(len(ts.tuples), size=limit, replace=False))
+            ts.tuples = [ts.tuples[i] for i in keep]
+            ts.lines = [ts.lines[i] for i in keep]
+        sets[info.check.class_name] = ts
+    if wanted is not None:
+        missing = wanted - {ts.check.name for ts in sets.values()}
+        if missing:
+            raise ValueError(f"no tuples for {', '.join(sorted(missing))} in {source or 'the bundled benchmark'}")
+    order = {c.class_name: i for i, c in enumerate(all_checks())}
+    return sorted(sets.values(), key=lambda ts: order.get(ts.check.class_name, len(order)))
+
+
+def fingerprint(sets: Sequence[TupleSet]) -> str:
+    """Identifies the selected tuples, so a resumed run can tell that its inputs are unchanged."""
+    h = hashlib.sha256()
+    for ts in sets:
+        for i, line in enumerate(ts.lines):
+            h.update(f"{ts.check.class_name}|{line}|{'|'.join(ts.ids(i))}\n".encode())
+            for q in ts.tuples[i].values():
+                h.update(q.title.encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,186 @@
+"""Scoring a forecaster against resolved questions: Brier score, log score, calibration, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..files import FileKind, detect, validate_lines
+from ..forecasters import Forecaster, load_forecaster
+from ..jsonl import LineError, write_json, write_jsonl
+from ..metrics import bootstrap_mean_ci
+from ..models import ForecastingQuestion, GroundTruthRecord
+from ..scores.proper import brier, expected_calibration_error, log_loss, murphy_decomposition
+from .asking import Ask, Tally, ask_all, canonical, question_key
+from .rundir import RunDir, RunDirError, now
+from .runner import EvaluationResult, RunOptions, _add_totals, default_run_dir
+
+
+def load_questions(
+    path: str | Path, limit: int | None = None, seed: int = 0
+) -> tuple[list[ForecastingQuestion], list[LineError]]:
+    """Questions from a questions file or a ground-truth results file; bad lines are returned, not fatal."""
+    info = detect(path)
+    if info.kind not in (FileKind.QUESTIONS, FileKind.GROUND_TRUTH):
+        raise ValueError(f"{path}: holds {info.kind}; --questions needs a questions file")
+    questions, errors, seen = [], [], set()
+    for _, item in validate_lines(info):
+        if isinstance(item, list):
+            errors.extend(item)
+            continue
+        q = item.question if isinstance(item, GroundTruthRecord) else item
+        if question_key(q) not in seen:
+            seen.add(question_key(q))
+            questions.append(q)
+    if limit is not None and limit < len(questions):
+        keep = np.sort(np.random.default_rng(seed).choice(len(questions), size=limit, replace=False))
+        questions = [questions[i] for i in keep]
+    return questions, errors
+
+
+def evaluate_questions(
+    forecaster: Forecaster | str,
+    questions: str | Path,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    out: str | Path | None = None,
+    forecaster_options: dict[str, str] | None = None,
+    options: RunOptions | None = None,
+) -> EvaluationResult:
+    """Forecast resolved questions and score the forecasts against their resolutions."""
+    spec = forecaster if isinstance(forecaster, str) else type(forecaster).name or type(forecaster).__qualname__
+    forecaster = load_forecaster(forecaster, forecaster_options)
+    items, errors = load_questions(questions, limit, seed)
+    run = RunDir(out or default_run_dir(forecaster.label, Path(questions).stem))
+    options = options or RunOptions()
+    run.create(
+        {
+            "kind": "ground_truth",
+            "forecaster": forecaster.describe(),
+            "forecaster_spec": spec,
+            "forecaster_options": dict(forecaster_options or {}),
+            "questions_file": str(questions),
+            "limit": limit,
+            "seed": seed,
+            "llm": options.llm.model_dump(mode="json"),
+        }
+    )
+    return _run(forecaster, items, errors, run, options)
+
+
+def resume_questions(
+    run_dir: str | Path, *, forecaster: Forecaster | None = None, options: RunOptions | None = None
+) -> EvaluationResult:
+    run = RunDir(run_dir)
+    meta = run.read()
+    if meta.get("kind") != "ground_truth":
+        raise RunDirError(f"{run_dir}: not a ground-truth run")
+    items, errors = load_questions(meta["questions_file"], meta["limit"], meta["seed"])
+    if forecaster is None:
+        recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
+        forecaster = load_forecaster(meta["forecaster_spec"], recorded)
+    return _run(forecaster, items, errors, run, options or RunOptions())
+
+
+def _run(forecaster, items, errors, run: RunDir, options: RunOptions) -> EvaluationResult:
+    asks = [Ask(question_key(q), q) for q in items]
+    done = run.read_journal()
+    tally = Tally(total=len(asks), done=sum(1 for a in asks if (done.get(a.key) or {}).get("forecast")))
+    if options.on_start is not None:
+        options.on_start(tally)
+    meta = run.update(status="running", questions=len(asks))
+    stats: dict[str, Any] = {}
+    status = "interrupted"
+    try:
+        coro = ask_all(
+            forecaster,
+            asks,
+            run,
+            done,
+            concurrency=options.concurrency,
+            timeout=options.timeout,
+            settings=options.llm,
+            on_record=options.on_record,
+        )
+        stats = asyncio.run(coro)
+        status = "complete"
+    finally:
+        summary, failures = _write_results(run.path, asks, done, errors)
+        if status == "complete":
+            run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
+        meta = run.update(
+            status=status, ended=now(), totals=_add_totals(meta.get("totals", {}), stats), summary=summary
+        )
+    return EvaluationResult(run.path, None, failures, meta)
+
+
+def _write_results(root: Path, asks: Sequence[Ask], done, errors: list[LineError]):
+    rows, failures = [], []
+    for a in asks:
+        record = done.get(a.key)
+        if record is None:
+            continue
+        if record.get("forecast") is None:
+            failures.append({"question_id": a.question.id, "title": a.question.title, "error": record.get("error")})
+            continue
+        rows.append((a.question, record["forecast"]))
+    resolved = [(q, f) for q, f in rows if q.resolution is not None]
+    p = np.array([f["prob"] for _, f in resolved], dtype=float)
+    y = np.array([float(q.resolution) for q, _ in resolved], dtype=float)
+    b, ll = (brier(p, y), log_loss(p, y, base=2)) if len(p) else (np.array([]), np.array([]))
+    lines = [
+        {
+            "question": q.model_dump(mode="json"),
+            "forecast": f,
+            "prob": f["prob"],
+            "resolution": q.resolution,
+            "brier_score": float(b[i]),
+            "log_score": float(ll[i]),
+        }
+        for i, (q, f) in enumerate(resolved)
+    ]
+    write_jsonl(root / "ground_truth_results.jsonl", lines)
+    summary = _summary(p, y, b, ll, total=len(asks), answered=len(rows), failures=failures, errors=errors)
+    write_json(root / "ground_truth_summary.json", summary)
+    return summary, failures
+
+
+def _summary(p, y, b, ll, *, total, answered, failures, errors) -> dict[str, Any]:
+    n = len(p)
+
+    def stat(values: np.ndarray) -> dict[str, Any]:
+        if not len(values):
+            return {"mean": None, "ci95": None}
+        return {"mean": float(values.mean()), "ci95": list(bootstrap_mean_ci(values)) if len(values) > 1 else None}
+
+    out: dict[str, Any] = {
+        "total_questions": total,
+        "answered": answered,
+        "failed": len(failures),
+        "fraction_failed": len(failures) / total if total else None,
+        "scored": n,
+        "unresolved": answered - n,
+        "brier_score": stat(b),
+        "log_score_bits": stat(ll),
+        "avg_brier_score": float(b.mean()) if n else None,
+        "avg_log_score": float(ll.mean()) if n else None,
+        "base_rate": float(y.mean()) if n else None,
+        "always_base_rate_brier": float(y.mean() * (1 - y.mean())) if n else None,
+        "failures": failures,
+        "unreadable_lines": [str(e) for e in errors],
+    }
+    if n:
+        murphy = murphy_decomposition(p, y, bins=10)
+        out["calibration_error"] = float(expected_calibration_error(p, y, bins=10))
+        out["brier_score_decomposition"] = {
+            "reliability": murphy.reliability,
+            "resolution": murphy.resolution,
+            "uncertainty": murphy.uncertainty,
+        }
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}

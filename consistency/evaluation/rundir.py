@@ -1,0 +1,132 @@
+"""A run directory on disk: ``run.json`` and the forecast journal that makes runs resumable.
+
+``forecasts.jsonl`` is appended (and flushed) as each forecast finishes, so a crash or Ctrl-C
+loses at most the forecasts in flight. A torn last line (a kill mid-write) is cut off on resume.
+When a run completes, the journal is rewritten in question order, so a resumed run and an
+uninterrupted one leave the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..jsonl import atomic_write, dump_line, iter_json_lines, write_json
+
+RUN_FILE = "run.json"
+JOURNAL = "forecasts.jsonl"
+TRANSCRIPT = "llm_calls.jsonl"
+
+
+class RunDirError(ValueError):
+    pass
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def git_commit() -> str | None:
+    """The commit of the checkout the package runs from, when it is one."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+class RunDir:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._fh: Any = None
+
+    # ----------------------------------------------------------------- run.json
+    @property
+    def run_file(self) -> Path:
+        return self.path / RUN_FILE
+
+    def create(self, meta: dict[str, Any]) -> None:
+        if self.run_file.exists():
+            raise RunDirError(f"{self.path} already holds a run; finish it with --resume {self.path}")
+        if self.path.exists() and any(self.path.iterdir()):
+            raise RunDirError(f"{self.path} exists and is not empty; choose another --out")
+        self.path.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "consistency_version": __version__,
+            "git_commit": git_commit(),
+            "status": "running",
+            "started": now(),
+            **meta,
+        }
+        write_json(self.run_file, meta)
+
+    def read(self) -> dict[str, Any]:
+        if not self.run_file.is_file():
+            raise RunDirError(f"{self.path}: no {RUN_FILE}; not a run directory")
+        try:
+            return json.loads(self.run_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RunDirError(f"{self.run_file}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+
+    def update(self, **changes: Any) -> dict[str, Any]:
+        meta = self.read() | changes
+        write_json(self.run_file, meta)
+        return meta
+
+    # ----------------------------------------------------------------- journal
+    @property
+    def journal(self) -> Path:
+        return self.path / JOURNAL
+
+    def read_journal(self) -> dict[str, dict[str, Any]]:
+        """The latest record per key; cuts off a torn last line left by a kill."""
+        if not self.journal.exists():
+            return {}
+        _truncate_torn_tail(self.journal)
+        records: dict[str, dict[str, Any]] = {}
+        for number, obj in iter_json_lines(self.journal):
+            if not isinstance(obj, dict) or "key" not in obj:
+                raise RunDirError(f"{self.journal}:{number}: not a forecast record; the run directory is damaged")
+            records[obj["key"]] = obj
+        return records
+
+    def append(self, record: dict[str, Any]) -> None:
+        if self._fh is None:
+            self._fh = self.journal.open("a", encoding="utf-8")
+        self._fh.write(dump_line(record))
+        self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def rewrite_journal(self, records: Iterable[dict[str, Any]]) -> None:
+        self.close()
+        with atomic_write(self.journal) as fh:
+            for record in records:
+                fh.write(dump_line(record))
+
+
+def _truncate_torn_tail(path: Path) -> None:
+    with path.open("rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        data = path.read_bytes()
+        fh.truncate(data.rfind(b"\n") + 1)

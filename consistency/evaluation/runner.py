@@ -1,0 +1,235 @@
+"""``evaluate``: forecast every question of a benchmark once, score every tuple, write the run directory."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..checks import Check
+from ..forecasters import Forecaster, Occurrence, load_forecaster
+from ..jsonl import LineError, atomic_write, dump_line
+from ..llm import LLMSettings
+from ..scoring import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
+from .asking import Ask, Tally, ask_all, canonical, occurrence_key, question_key
+from .benchmark import TupleSet, fingerprint, load_benchmark
+from .rundir import RunDir, RunDirError, now
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunOptions:
+    """How to run: everything that does not change what a score means."""
+
+    concurrency: int = 32
+    timeout: float | None = 300.0
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    on_start: Callable[[Tally], None] | None = None
+    on_record: Callable[[dict[str, Any]], None] | None = None
+
+
+@dataclass
+class EvaluationResult:
+    run_dir: Path
+    report: ScoreReport | None  # None for ground-truth runs (their scores are in meta["summary"])
+    failures: list[dict[str, Any]]
+    meta: dict[str, Any]
+
+
+def default_run_dir(label: str, benchmark: str, root: str | Path = "runs") -> Path:
+    stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S")
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in f"{stamp}_{label}_{benchmark}")
+    candidate, n = Path(root) / safe, 1
+    while candidate.exists():
+        n += 1
+        candidate = Path(root) / f"{safe}_{n}"
+    return candidate
+
+
+def plan(sets: Sequence[TupleSet], per_occurrence: bool) -> tuple[list[Ask], list[list[list[str]]]]:
+    """The distinct forecasts needed, in order of first appearance, and each tuple field's key."""
+    asks: dict[str, Ask] = {}
+    keys: list[list[list[str]]] = []
+    for ts in sets:
+        set_keys = []
+        for i, fields in enumerate(ts.tuples):
+            row = []
+            for name in ts.check.field_names:
+                q = fields[name]
+                if per_occurrence:
+                    occ = Occurrence(ts.check.class_name, name, ts.ids(i))
+                    key = occurrence_key(occ)
+                    asks.setdefault(key, Ask(key, q, occ))
+                else:
+                    key = question_key(q)
+                    asks.setdefault(key, Ask(key, q))
+                row.append(key)
+            set_keys.append(row)
+        keys.append(set_keys)
+    return list(asks.values()), keys
+
+
+def evaluate(
+    forecaster: Forecaster | str,
+    *,
+    tuples: str | Path | None = None,
+    checks: Sequence[str | Check] | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    out: str | Path | None = None,
+    forecaster_options: dict[str, str] | None = None,
+    params: ScoreParams | None = None,
+    options: RunOptions | None = None,
+) -> EvaluationResult:
+    """Evaluate a forecaster on a consistency benchmark (default: the bundled one)."""
+    spec = forecaster if isinstance(forecaster, str) else _spec_of(forecaster)
+    forecaster = load_forecaster(forecaster, forecaster_options)
+    sets = load_benchmark(tuples, checks, limit, seed)
+    params = params or ScoreParams()
+    run = RunDir(out or default_run_dir(forecaster.label, Path(tuples).name if tuples else "bundled"))
+    run.create(
+        {
+            "kind": "consistency",
+            "forecaster": forecaster.describe(),
+            "forecaster_spec": spec,
+            "forecaster_options": dict(forecaster_options or {}),
+            "benchmark": {
+                "tuples": str(tuples) if tuples else None,
+                "checks": [ts.check.name for ts in sets],
+                "limit": limit,
+                "seed": seed,
+                "fingerprint": fingerprint(sets),
+                "tuples_per_check": {ts.check.class_name: len(ts.tuples) for ts in sets},
+            },
+            "parameters": params.model_dump(),
+            "llm": (options or RunOptions()).llm.model_dump(mode="json"),
+        }
+    )
+    return _run(forecaster, sets, run, params, options or RunOptions())
+
+
+def resume(
+    run_dir: str | Path, *, forecaster: Forecaster | None = None, options: RunOptions | None = None
+) -> EvaluationResult:
+    """Finish an interrupted run: forecasts already journaled are not asked again."""
+    run = RunDir(run_dir)
+    meta = run.read()
+    if meta.get("kind") != "consistency":
+        raise RunDirError(f"{run_dir}: not a consistency run (kind {meta.get('kind')!r})")
+    bench = meta["benchmark"]
+    sets = load_benchmark(bench["tuples"], bench["checks"], bench["limit"], bench["seed"])
+    if fingerprint(sets) != bench["fingerprint"]:
+        raise RunDirError(
+            f"{run_dir}: the tuples at {bench['tuples'] or 'the bundled benchmark'} changed since the run began"
+        )
+    if forecaster is None:  # CLI runs recorded their -F options; library runs their constructor's arguments
+        recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
+        forecaster = load_forecaster(meta["forecaster_spec"], recorded)
+    options = options or RunOptions(llm=LLMSettings.model_validate(meta.get("llm", {})))
+    return _run(forecaster, sets, run, ScoreParams.model_validate(meta["parameters"]), options)
+
+
+def _run(
+    forecaster: Forecaster, sets: list[TupleSet], run: RunDir, params: ScoreParams, options: RunOptions
+) -> EvaluationResult:
+    asks, keys = plan(sets, forecaster.context_dependent)
+    done = run.read_journal()
+    tally = Tally(total=len(asks))
+    for a in asks:
+        record = done.get(a.key)
+        if record is not None and record.get("forecast") is not None:
+            tally.done += 1
+    if options.on_start is not None:
+        options.on_start(tally)
+    meta = run.update(status="running", questions=len(asks))
+    stats: dict[str, Any] = {}
+    status = "interrupted"
+    try:
+        stats = asyncio.run(
+            ask_all(
+                forecaster,
+                asks,
+                run,
+                done,
+                concurrency=options.concurrency,
+                timeout=options.timeout,
+                settings=options.llm,
+                on_record=options.on_record,
+            )
+        )
+        status = "complete"
+    finally:
+        result = _finish(run, sets, asks, keys, done, params, meta, stats, status)
+    return result
+
+
+def _finish(run, sets, asks, keys, done, params, meta, stats, status) -> EvaluationResult:
+    files: list[ScoredFile] = []
+    for ts, set_keys in zip(sets, keys, strict=True):
+        files.append(_score_set(run.path, ts, set_keys, done, params))
+    report = ScoreReport(files, params, [meta["benchmark"]["tuples"] or "bundled benchmark"])
+    failures = [
+        {"key": a.key, "question_id": a.question.id, "title": a.question.title, "error": done[a.key]["error"]}
+        for a in asks
+        if a.key in done and done[a.key].get("forecast") is None
+    ]
+    unasked = sum(a.key not in done for a in asks)
+    summary = report.summary(timestamp=False) | {
+        "forecaster": meta["forecaster"],
+        "questions": {"total": len(asks), "answered": len(asks) - len(failures) - unasked, "failed": len(failures)},
+        "failures": failures,
+    }
+    write_stats(report, run.path, summary)
+    if status == "complete":
+        run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
+    totals = _add_totals(meta.get("totals", {}), stats)
+    meta = run.update(status=status, ended=now(), totals=totals, failed_questions=len(failures))
+    log.info("run %s: %s", run.path, status)
+    return EvaluationResult(run.path, report, failures, meta)
+
+
+def _score_set(root: Path, ts: TupleSet, set_keys, done, params: ScoreParams) -> ScoredFile:
+    rows, kept, errors = [], [], list(ts.errors)
+    for i, row_keys in enumerate(set_keys):
+        records = [done.get(k) for k in row_keys]
+        missing = [
+            (name, r) for name, r in zip(ts.check.field_names, records, strict=True) if not r or not r.get("forecast")
+        ]
+        if missing:
+            for name, r in missing:
+                reason = (r or {}).get("error") or "not forecast yet"
+                errors.append(LineError(str(ts.path), ts.lines[i], name, f"no forecast: {reason}"))
+            continue
+        rows.append([r["forecast"]["prob"] for r in records])  # type: ignore[index]
+        kept.append(i)
+    probs = np.array(rows, dtype=float).reshape(len(rows), ts.check.n_fields)
+    scores = score_forecasts(ts.check, probs, params=params)
+    target = root / f"{ts.check.class_name}.jsonl"
+    with atomic_write(target) as fh:
+        for j, i in enumerate(kept):
+            line = {
+                name: {"question": ts.tuples[i][name].model_dump(mode="json"), "forecast": done[k]["forecast"]}
+                for name, k in zip(ts.check.field_names, set_keys[i], strict=True)
+            }
+            fh.write(dump_line({"line": line, "violation_data": scores.violation_data(j)}))
+    return ScoredFile(Path(target.name), ts.check, [ts.lines[i] for i in kept], errors, scores, len(ts.tuples))
+
+
+def _add_totals(previous: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
+    out = dict(previous)
+    for key, value in stats.items():
+        if isinstance(value, int | float):
+            out[key] = out.get(key, 0) + value
+    return out
+
+
+def _spec_of(forecaster: Forecaster) -> str:
+    cls = type(forecaster)
+    return cls.name or f"{cls.__module__}:{cls.__qualname__}"
