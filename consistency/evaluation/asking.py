@@ -6,13 +6,13 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..forecasters import Forecaster, ForecastOutcome, Occurrence
 from ..llm import LLM, LLMSettings
 from ..models import ForecastingQuestion
-from .rundir import TRANSCRIPT, RunDir
+from .rundir import TRANSCRIPT, RunDir, now
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,17 @@ class Ask:
     key: str
     question: ForecastingQuestion
     occurrence: Occurrence | None = None
+
+
+@dataclass
+class RunOptions:
+    """How to run: everything that does not change what a score means."""
+
+    concurrency: int = 32
+    timeout: float | None = 300.0
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    on_start: Callable[[Tally], None] | None = None
+    on_record: Callable[[dict[str, Any]], None] | None = None
 
 
 @dataclass
@@ -107,3 +118,45 @@ async def ask_all(
             forecaster.attach(None)
             run.close()
         return llm.stats.as_dict()
+
+
+def drive(
+    forecaster: Forecaster,
+    asks: list[Ask],
+    run: RunDir,
+    options: RunOptions,
+    finish: Callable[[dict[str, dict[str, Any]]], dict[str, Any]],
+) -> dict[str, Any]:
+    """Ask what is missing, then always ``finish(done)`` (write results, even after Ctrl-C or a
+    failure) and record the outcome in ``run.json``; returns its final contents."""
+    done = run.read_journal()
+    tally = Tally(total=len(asks), done=sum(1 for a in asks if (done.get(a.key) or {}).get("forecast") is not None))
+    if options.on_start is not None:
+        options.on_start(tally)
+    meta = run.update(status="running", questions=len(asks))
+    stats: dict[str, Any] = {}
+    status = "interrupted"
+    try:
+        coro = ask_all(
+            forecaster,
+            asks,
+            run,
+            done,
+            concurrency=options.concurrency,
+            timeout=options.timeout,
+            settings=options.llm,
+            on_record=options.on_record,
+        )
+        stats = asyncio.run(coro)
+        status = "complete"
+    finally:
+        extra = finish(done)
+        if status == "complete":
+            run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
+        totals = dict(meta.get("totals", {}))
+        for key, value in stats.items():
+            if isinstance(value, int | float):
+                totals[key] = totals.get(key, 0) + value
+        meta = run.update(status=status, ended=now(), totals=totals, **extra)
+    log.info("run %s: %s", run.path, status)
+    return meta

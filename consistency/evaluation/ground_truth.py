@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,9 +15,9 @@ from ..jsonl import LineError, write_json, write_jsonl
 from ..metrics import bootstrap_mean_ci
 from ..models import ForecastingQuestion, GroundTruthRecord
 from ..scores.proper import brier, expected_calibration_error, log_loss, murphy_decomposition
-from .asking import Ask, Tally, ask_all, canonical, question_key
-from .rundir import RunDir, RunDirError, now
-from .runner import EvaluationResult, RunOptions, _add_totals, default_run_dir
+from .asking import Ask, RunOptions, drive, question_key
+from .rundir import RunDir, RunDirError
+from .runner import EvaluationResult, default_run_dir
 
 
 def load_questions(
@@ -90,34 +89,15 @@ def resume_questions(
 
 def _run(forecaster, items, errors, run: RunDir, options: RunOptions) -> EvaluationResult:
     asks = [Ask(question_key(q), q) for q in items]
-    done = run.read_journal()
-    tally = Tally(total=len(asks), done=sum(1 for a in asks if (done.get(a.key) or {}).get("forecast")))
-    if options.on_start is not None:
-        options.on_start(tally)
-    meta = run.update(status="running", questions=len(asks))
-    stats: dict[str, Any] = {}
-    status = "interrupted"
-    try:
-        coro = ask_all(
-            forecaster,
-            asks,
-            run,
-            done,
-            concurrency=options.concurrency,
-            timeout=options.timeout,
-            settings=options.llm,
-            on_record=options.on_record,
-        )
-        stats = asyncio.run(coro)
-        status = "complete"
-    finally:
+    written: dict[str, Any] = {}
+
+    def finish(done: dict[str, dict[str, Any]]) -> dict[str, Any]:
         summary, failures = _write_results(run.path, asks, done, errors)
-        if status == "complete":
-            run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
-        meta = run.update(
-            status=status, ended=now(), totals=_add_totals(meta.get("totals", {}), stats), summary=summary
-        )
-    return EvaluationResult(run.path, None, failures, meta)
+        written["failures"] = failures
+        return {"summary": summary}
+
+    meta = drive(forecaster, asks, run, options, finish)
+    return EvaluationResult(run.path, None, written["failures"], meta)
 
 
 def _write_results(root: Path, asks: Sequence[Ask], done, errors: list[LineError]):

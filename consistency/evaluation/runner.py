@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,22 +16,11 @@ from ..forecasters import Forecaster, Occurrence, load_forecaster
 from ..jsonl import LineError, atomic_write, dump_line
 from ..llm import LLMSettings
 from ..scoring import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
-from .asking import Ask, Tally, ask_all, canonical, occurrence_key, question_key
+from .asking import Ask, RunOptions, drive, occurrence_key, question_key
 from .benchmark import TupleSet, fingerprint, load_benchmark
-from .rundir import RunDir, RunDirError, now
+from .rundir import RunDir, RunDirError
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class RunOptions:
-    """How to run: everything that does not change what a score means."""
-
-    concurrency: int = 32
-    timeout: float | None = 300.0
-    llm: LLMSettings = field(default_factory=LLMSettings)
-    on_start: Callable[[Tally], None] | None = None
-    on_record: Callable[[dict[str, Any]], None] | None = None
 
 
 @dataclass
@@ -140,59 +128,29 @@ def _run(
     forecaster: Forecaster, sets: list[TupleSet], run: RunDir, params: ScoreParams, options: RunOptions
 ) -> EvaluationResult:
     asks, keys = plan(sets, forecaster.context_dependent)
-    done = run.read_journal()
-    tally = Tally(total=len(asks))
-    for a in asks:
-        record = done.get(a.key)
-        if record is not None and record.get("forecast") is not None:
-            tally.done += 1
-    if options.on_start is not None:
-        options.on_start(tally)
-    meta = run.update(status="running", questions=len(asks))
-    stats: dict[str, Any] = {}
-    status = "interrupted"
-    try:
-        stats = asyncio.run(
-            ask_all(
-                forecaster,
-                asks,
-                run,
-                done,
-                concurrency=options.concurrency,
-                timeout=options.timeout,
-                settings=options.llm,
-                on_record=options.on_record,
-            )
-        )
-        status = "complete"
-    finally:
-        result = _finish(run, sets, asks, keys, done, params, meta, stats, status)
-    return result
+    meta = run.read()
+    written: dict[str, Any] = {}
 
+    def finish(done: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        files = [_score_set(run.path, ts, set_keys, done, params) for ts, set_keys in zip(sets, keys, strict=True)]
+        report = ScoreReport(files, params, [meta["benchmark"]["tuples"] or "bundled benchmark"])
+        failures = [
+            {"key": a.key, "question_id": a.question.id, "title": a.question.title, "error": done[a.key]["error"]}
+            for a in asks
+            if a.key in done and done[a.key].get("forecast") is None
+        ]
+        unasked = sum(a.key not in done for a in asks)
+        summary = report.summary(timestamp=False) | {
+            "forecaster": meta["forecaster"],
+            "questions": {"total": len(asks), "answered": len(asks) - len(failures) - unasked, "failed": len(failures)},
+            "failures": failures,
+        }
+        write_stats(report, run.path, summary)
+        written.update(report=report, failures=failures)
+        return {"failed_questions": len(failures)}
 
-def _finish(run, sets, asks, keys, done, params, meta, stats, status) -> EvaluationResult:
-    files: list[ScoredFile] = []
-    for ts, set_keys in zip(sets, keys, strict=True):
-        files.append(_score_set(run.path, ts, set_keys, done, params))
-    report = ScoreReport(files, params, [meta["benchmark"]["tuples"] or "bundled benchmark"])
-    failures = [
-        {"key": a.key, "question_id": a.question.id, "title": a.question.title, "error": done[a.key]["error"]}
-        for a in asks
-        if a.key in done and done[a.key].get("forecast") is None
-    ]
-    unasked = sum(a.key not in done for a in asks)
-    summary = report.summary(timestamp=False) | {
-        "forecaster": meta["forecaster"],
-        "questions": {"total": len(asks), "answered": len(asks) - len(failures) - unasked, "failed": len(failures)},
-        "failures": failures,
-    }
-    write_stats(report, run.path, summary)
-    if status == "complete":
-        run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
-    totals = _add_totals(meta.get("totals", {}), stats)
-    meta = run.update(status=status, ended=now(), totals=totals, failed_questions=len(failures))
-    log.info("run %s: %s", run.path, status)
-    return EvaluationResult(run.path, report, failures, meta)
+    final = drive(forecaster, asks, run, options, finish)
+    return EvaluationResult(run.path, written["report"], written["failures"], final)
 
 
 def _score_set(root: Path, ts: TupleSet, set_keys, done, params: ScoreParams) -> ScoredFile:
@@ -220,14 +178,6 @@ def _score_set(root: Path, ts: TupleSet, set_keys, done, params: ScoreParams) ->
             }
             fh.write(dump_line({"line": line, "violation_data": scores.violation_data(j)}))
     return ScoredFile(Path(target.name), ts.check, [ts.lines[i] for i in kept], errors, scores, len(ts.tuples))
-
-
-def _add_totals(previous: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
-    out = dict(previous)
-    for key, value in stats.items():
-        if isinstance(value, int | float):
-            out[key] = out.get(key, 0) + value
-    return out
 
 
 def _spec_of(forecaster: Forecaster) -> str:
