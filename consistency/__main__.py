@@ -11,6 +11,7 @@ import sys
 
 #: Subcommands of the CLI; kept here (stdlib only) so delegation needs no heavy imports.
 COMMANDS = ("score", "validate", "checks", "ask", "cache", "leaderboard", "compare", "correlate", "version")
+COMMANDS += ("generate", "questions")
 
 
 def main() -> None:

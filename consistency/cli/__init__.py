@@ -39,3 +39,8 @@ app.add_typer(cache_cmd.app, name="cache")
 def version() -> None:
     """Print the package version."""
     typer.echo(f"consistency {__version__}")
+
+
+from .generate_cmd import register as _register_generation  # noqa: E402
+
+_register_generation(app)

@@ -60,7 +60,8 @@ def assemble_tuple(
             continue
         if name not in texts:
             raise KeyError(f"{instantiator} gave no text for field {name} of {check.name}")
-        involved = [bases[b] for b in sorted(formula.atoms()) if b in bases]
+        # A field about an event that is no base (CONSEQUENCE's model-written cons_P) is dated by the bases.
+        involved = [bases[b] for b in sorted(formula.atoms()) if b in bases] or list(bases.values())
         title, body = texts[name]
         fields[name] = ForecastingQuestion(
             id=field_id(check, name, bases, instantiator),
@@ -133,3 +134,34 @@ async def instantiate_all(
     rng = np.random.default_rng([seed, sum(check.name.encode())])
     chosen = choose_bases(questions, instantiator.bases_for(check), n, rng)
     return [await instantiator.instantiate(check, bases) for bases in chosen]
+
+
+def choose_around(
+    source: ForecastingQuestion,
+    others: Sequence[ForecastingQuestion],
+    names: Sequence[str],
+    n: int,
+    rng: np.random.Generator,
+) -> list[dict[str, ForecastingQuestion]]:
+    """Up to ``n`` assignments that all contain ``source``, taking each base position in turn
+    (appendix J: in COND the source is ``P`` in some tuples and ``Q`` in others)."""
+    pool = [q for q in others if q.id != source.id]
+    if len(names) == 1:
+        return [{names[0]: source}]
+    if len(pool) < len(names) - 1:
+        raise ValueError(f"need at least {len(names) - 1} related questions besides the source, got {len(pool)}")
+    seen: set[tuple[int, ...]] = set()
+    out: list[dict[str, ForecastingQuestion]] = []
+    attempts = 0
+    while len(out) < n and attempts < 50 * n + 100:
+        position = attempts % len(names)
+        attempts += 1
+        picked = [int(i) for i in rng.choice(len(pool), size=len(names) - 1, replace=False)]
+        key = (position, *picked)
+        if key in seen:
+            continue
+        seen.add(key)
+        chosen = [pool[i] for i in picked]
+        chosen.insert(position, source)
+        out.append(dict(zip(names, chosen, strict=True)))
+    return out
