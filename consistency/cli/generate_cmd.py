@@ -182,4 +182,7 @@ def _print_report(report: GenerateReport) -> None:
 
 def register(app: typer.Typer) -> None:
     """The generation commands, added to the ``cc`` app in one place."""
+    from . import questions_cmd
+
     app.command("generate")(generate_cmd)
+    app.add_typer(questions_cmd.app, name="questions")
