@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -55,25 +56,40 @@ class LLMArgs:
         return LLM(settings, transcript=self.transcript)
 
 
-def llm_command(func):
-    """Decorate a command whose last parameter is ``llm_args: LLMArgs``."""
-    hints = typing.get_type_hints(func, include_extras=True)
-    own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(func).parameters.values()]
-    own = [p for p in own if p.name != "llm_args"]
-    added = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-        for name, (annotation, default) in _OPTIONS.items()
-    ]
+def shared_options(options: dict[str, tuple[Any, Any]], param: str, build: Callable[[dict[str, Any]], Any]):
+    """Append ``options`` (name → (annotation, default)) to a command; it gets ``build(values)`` as ``param``."""
 
-    @functools.wraps(func)
-    def wrapper(**kwargs: Any) -> Any:
-        shared = {name: kwargs.pop(name) for name in _OPTIONS}
-        model, transcript = shared.pop("model"), shared.pop("transcript")
-        return func(**kwargs, llm_args=LLMArgs(model, shared, transcript))
+    def decorate(func):
+        hints = typing.get_type_hints(func, include_extras=True)
+        own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(func).parameters.values()]
+        own = [p for p in own if p.name != param]
+        kw_own = [p for p in own if p.kind == inspect.Parameter.KEYWORD_ONLY]
+        own = [p for p in own if p.kind != inspect.Parameter.KEYWORD_ONLY]
+        added = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            for name, (annotation, default) in options.items()
+        ]
 
-    wrapper.__signature__ = inspect.Signature([*own, *added])  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in [*own, *added]}
-    return wrapper
+        @functools.wraps(func)
+        def wrapper(**kwargs: Any) -> Any:
+            values = {name: kwargs.pop(name) for name in options}
+            return func(**kwargs, **{param: build(values)})
+
+        params = [*own, *kw_own, *added]
+        wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate
+
+
+def _llm_args(values: dict[str, Any]) -> LLMArgs:
+    model, transcript = values.pop("model"), values.pop("transcript")
+    return LLMArgs(model, values, transcript)
+
+
+#: Decorates a command whose last parameter is ``llm_args: LLMArgs``.
+llm_command = shared_options(_OPTIONS, "llm_args", _llm_args)
 
 
 def print_usage(stats: RunStats) -> None:

@@ -15,21 +15,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from ..embeddings import Embedder, similarity
 from ..llm import LLM
 from ..models import ForecastingQuestion
 from ..prompts import render
+from .judgement import RelevanceAnswer
 
 log = logging.getLogger(__name__)
 
 Group = Mapping[str, ForecastingQuestion]
-
-
-class RelevanceAnswer(BaseModel):
-    reasons: str = Field(description="Why someone would (or would not) ask about these questions together.")
-    score: int = Field(ge=0, le=10, description="0: a nonsensical combination; 10: a natural question.")
 
 
 @dataclass

@@ -9,19 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ..checks import Check
 from ..checks.logic import Var
 from ..llm import LLM
 from ..models import ForecastingQuestion
 from ..prompts import render
+from .judgement import Verdict
 from .llm import bases_block, field_kind, labels_for, relation
-
-
-class Verdict(BaseModel):
-    reasons: str = Field(description="Why the new questions do or do not have the intended relations.")
-    score: int = Field(ge=0, le=10, description="0: clearly not the intended relation; 10: exactly it.")
 
 
 class Verification(BaseModel):

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..generate.judgement import QuestionVerdict
 from ..jsonl import AppendLog
 from ..llm import LLM
 from ..models import ForecastingQuestion
@@ -33,11 +34,6 @@ class Window:
 class QuestionBody(BaseModel):
     body: str = Field(min_length=40, description="Precise resolution criteria.")
     resolution_date: date = Field(description="The day by which the answer is known (YYYY-MM-DD).")
-
-
-class QuestionVerdict(BaseModel):
-    reasons: str = Field(description="Clarity, body-title coherence, precise criteria, real-world events.")
-    score: int = Field(ge=0, le=10, description="0: unusable; 10: ready to use.")
 
 
 @dataclass
