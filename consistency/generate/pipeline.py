@@ -53,6 +53,7 @@ class GenerateReport:
     written: int = 0
     candidates: int = 0
     rejected: Counter = field(default_factory=Counter)  # step → count, this run
+    surplus: int = 0  # accepted once n were already written (made in parallel; cached, not written)
 
     @property
     def total(self) -> int:
@@ -122,18 +123,32 @@ async def generate(
             return await _make(check, instantiator, verifier, r)
 
         running: set[asyncio.Task] = set()
+        tried = 0
         while True:
-            while report.total + len(running) < options.n and len(running) < options.concurrency:
+            # Keep enough in flight to fill the missing tuples at the acceptance rate seen so far, so the
+            # last ones do not trickle through one round-trip at a time; extras beyond n are not written.
+            rate = max(report.written / tried, 0.05) if tried >= 8 else 1.0
+            wanted = math.ceil((options.n - report.total) / rate)
+            while report.total < options.n and len(running) < min(wanted, options.concurrency):
                 r = next(todo, None)
                 if r is None:
                     break
                 running.add(asyncio.ensure_future(one(r)))
             if not running:
                 break
+            if report.total >= options.n:  # done: what is still in flight is surplus, not waited for
+                for task in running:
+                    task.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
+                break
             finished, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for task in finished:
                 step, line = task.result()
+                tried += 1
                 if step == "accepted":
+                    if report.total >= options.n:
+                        report.surplus += 1
+                        continue
                     accepted.append(line)
                     report.written += 1
                 else:

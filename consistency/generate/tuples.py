@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -109,16 +110,21 @@ def choose_bases(
         key = (q.metadata or {}).get(group_key) if group_key else None
         groups.setdefault(key, []).append(i)
     pools = [idx for idx in groups.values() if len(idx) >= k] or [list(range(len(questions)))]
+    room = [math.perm(len(pool), k) for pool in pools]  # distinct assignments left in each pool
     seen: set[tuple[int, ...]] = set()
     out: list[dict[str, ForecastingQuestion]] = []
     attempts = 0
     while len(out) < n and attempts < 50 * n + 100:
+        open_pools = [j for j, left in enumerate(room) if left > 0]
+        if not open_pools:
+            break
         attempts += 1
-        pool = pools[len(out) % len(pools)] if len(pools) > 1 else pools[0]
-        picked = tuple(int(i) for i in rng.choice(pool, size=k, replace=False))
+        j = open_pools[len(out) % len(open_pools)]
+        picked = tuple(int(i) for i in rng.choice(pools[j], size=k, replace=False))
         if picked in seen:
             continue
         seen.add(picked)
+        room[j] -= 1
         out.append({name: questions[i] for name, i in zip(names, picked, strict=True)})
     return out
 
