@@ -10,7 +10,20 @@ from __future__ import annotations
 import sys
 
 #: Subcommands of the CLI; kept here (stdlib only) so delegation needs no heavy imports.
-COMMANDS = ("evaluate", "score", "validate", "checks", "ask", "cache", "leaderboard", "compare", "correlate", "version")
+COMMANDS = (
+    "evaluate",
+    "generate",
+    "questions",
+    "score",
+    "validate",
+    "checks",
+    "ask",
+    "cache",
+    "leaderboard",
+    "compare",
+    "correlate",
+    "version",
+)
 
 
 def main() -> None:

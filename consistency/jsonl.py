@@ -122,3 +122,40 @@ def write_json(path: str | Path, data: Any) -> None:
     with atomic_write(path) as fh:
         json.dump(data, fh, indent=2, ensure_ascii=False, allow_nan=False)
         fh.write("\n")
+
+
+class AppendLog:
+    """A JSONL file written one line at a time (flushed), resumable after a crash.
+
+    On opening, a partial last line (a run killed mid-write) is cut off and the complete lines
+    are kept in :attr:`existing`, so a restarted run can skip what is already there.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.existing: list[dict[str, Any]] = []
+        if self.path.exists():
+            data = self.path.read_bytes()
+            end = data.rfind(b"\n") + 1
+            if end < len(data):
+                with self.path.open("r+b") as fh:
+                    fh.truncate(end)
+            for _, obj in iter_json_lines(self.path):
+                if isinstance(obj, LineError):
+                    raise ValueError(f"{obj} (cannot resume from a damaged file)")
+                self.existing.append(obj)
+        self._fh = self.path.open("a", encoding="utf-8")
+
+    def append(self, item: BaseModel | dict[str, Any]) -> None:
+        self._fh.write(dump_line(item))
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> AppendLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -15,7 +15,9 @@ from . import (
     compare_cmd,
     correlate_cmd,
     evaluate_cmd,
+    generate_cmd,
     leaderboard_cmd,
+    questions_cmd,
     score_cmd,
     validate_cmd,
 )
@@ -36,6 +38,8 @@ def _root(verbose: Annotated[bool, typer.Option("--verbose", "-V", help="Log wha
 
 
 app.command("evaluate")(evaluate_cmd.evaluate_cmd)
+app.command("generate")(generate_cmd.generate_cmd)
+app.add_typer(questions_cmd.app, name="questions")
 app.command("score")(score_cmd.score)
 app.command("validate")(validate_cmd.validate)
 app.command("checks")(checks_cmd.checks)

@@ -62,15 +62,15 @@ def render_field(
         return title, _with_criteria(body, labels, bases)
     if isinstance(formula, Given):
         cond, outcome = formula.condition, formula.outcome
-        title = f"Given that {_clause(cond, quoted)}, will {_clause(outcome, quoted, will=True)}?"
+        title = f"Given that {clause(cond, quoted)}, will {clause(outcome, quoted, will=True)}?"
         body = (
             f"This is a conditional question. It is annulled (resolves neither YES nor NO) unless "
-            f"{_clause(cond, by_label)}. If that condition holds, it resolves YES if "
-            f"{_clause(outcome, by_label)}, and NO otherwise."
+            f"{clause(cond, by_label)}. If that condition holds, it resolves YES if "
+            f"{clause(outcome, by_label)}, and NO otherwise."
         )
         return title, _with_criteria(body, labels, bases)
-    title = f"Will {_clause(formula, quoted, will=True)}?"
-    body = f"Resolves YES if {_clause(formula, by_label)}, and NO otherwise."
+    title = f"Will {clause(formula, quoted, will=True)}?"
+    body = f"Resolves YES if {clause(formula, by_label)}, and NO otherwise."
     return title, _with_criteria(body, labels, bases)
 
 
@@ -78,7 +78,7 @@ def _quote(title: str) -> str:
     return f"\u201c{title.strip()}\u201d"
 
 
-def _clause(f: Formula, refs: Mapping[str, str], *, will: bool = False) -> str:
+def clause(f: Formula, refs: Mapping[str, str], *, will: bool = False) -> str:
     """A statement about resolutions; ``will`` for use after "will" ("resolve", not "resolves")."""
     verb = "resolve" if will else "resolves"
     if isinstance(f, Var):
@@ -86,7 +86,7 @@ def _clause(f: Formula, refs: Mapping[str, str], *, will: bool = False) -> str:
     if isinstance(f, Not) and isinstance(f.arg, Var):
         return f"{refs[f.arg.name]} {verb} NO"
     if isinstance(f, Not):
-        return ("it turn out false that " if will else "it is false that ") + _clause(f.arg, refs)
+        return ("it turn out false that " if will else "it is false that ") + clause(f.arg, refs)
     if isinstance(f, And | Or):
         if all(isinstance(a, Var) for a in f.args):
             items = _join([refs[a.name] for a in f.args], "and")  # type: ignore[attr-defined]
@@ -94,9 +94,9 @@ def _clause(f: Formula, refs: Mapping[str, str], *, will: bool = False) -> str:
                 return f"at least one of {items} {verb} YES"
             quantifier = "both" if len(f.args) == 2 else "all of"
             return f"{quantifier} {items} resolve YES"
-        return _join([_clause(a, refs, will=will) for a in f.args], "and" if isinstance(f, And) else "or")
+        return _join([clause(a, refs, will=will) for a in f.args], "and" if isinstance(f, And) else "or")
     if isinstance(f, Implies):
-        return f"if {_clause(f.premise, refs)} then {_clause(f.conclusion, refs)}"
+        return f"if {clause(f.premise, refs)} then {clause(f.conclusion, refs)}"
     raise TypeError(f"cannot render {f!r} as a statement")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -60,7 +61,8 @@ def assemble_tuple(
             continue
         if name not in texts:
             raise KeyError(f"{instantiator} gave no text for field {name} of {check.name}")
-        involved = [bases[b] for b in sorted(formula.atoms()) if b in bases]
+        # A field about an event that is no base (CONSEQUENCE's model-written cons_P) is dated by the bases.
+        involved = [bases[b] for b in sorted(formula.atoms()) if b in bases] or list(bases.values())
         title, body = texts[name]
         fields[name] = ForecastingQuestion(
             id=field_id(check, name, bases, instantiator),
@@ -108,16 +110,21 @@ def choose_bases(
         key = (q.metadata or {}).get(group_key) if group_key else None
         groups.setdefault(key, []).append(i)
     pools = [idx for idx in groups.values() if len(idx) >= k] or [list(range(len(questions)))]
+    room = [math.perm(len(pool), k) for pool in pools]  # distinct assignments left in each pool
     seen: set[tuple[int, ...]] = set()
     out: list[dict[str, ForecastingQuestion]] = []
     attempts = 0
     while len(out) < n and attempts < 50 * n + 100:
+        open_pools = [j for j, left in enumerate(room) if left > 0]
+        if not open_pools:
+            break
         attempts += 1
-        pool = pools[len(out) % len(pools)] if len(pools) > 1 else pools[0]
-        picked = tuple(int(i) for i in rng.choice(pool, size=k, replace=False))
+        j = open_pools[len(out) % len(open_pools)]
+        picked = tuple(int(i) for i in rng.choice(pools[j], size=k, replace=False))
         if picked in seen:
             continue
         seen.add(picked)
+        room[j] -= 1
         out.append({name: questions[i] for name, i in zip(names, picked, strict=True)})
     return out
 
@@ -133,3 +140,34 @@ async def instantiate_all(
     rng = np.random.default_rng([seed, sum(check.name.encode())])
     chosen = choose_bases(questions, instantiator.bases_for(check), n, rng)
     return [await instantiator.instantiate(check, bases) for bases in chosen]
+
+
+def choose_around(
+    source: ForecastingQuestion,
+    others: Sequence[ForecastingQuestion],
+    names: Sequence[str],
+    n: int,
+    rng: np.random.Generator,
+) -> list[dict[str, ForecastingQuestion]]:
+    """Up to ``n`` assignments that all contain ``source``, taking each base position in turn
+    (appendix J: in COND the source is ``P`` in some tuples and ``Q`` in others)."""
+    pool = [q for q in others if q.id != source.id]
+    if len(names) == 1:
+        return [{names[0]: source}]
+    if len(pool) < len(names) - 1:
+        raise ValueError(f"need at least {len(names) - 1} related questions besides the source, got {len(pool)}")
+    seen: set[tuple[int, ...]] = set()
+    out: list[dict[str, ForecastingQuestion]] = []
+    attempts = 0
+    while len(out) < n and attempts < 50 * n + 100:
+        position = attempts % len(names)
+        attempts += 1
+        picked = [int(i) for i in rng.choice(len(pool), size=len(names) - 1, replace=False)]
+        key = (position, *picked)
+        if key in seen:
+            continue
+        seen.add(key)
+        chosen = [pool[i] for i in picked]
+        chosen.insert(position, source)
+        out.append(dict(zip(names, chosen, strict=True)))
+    return out

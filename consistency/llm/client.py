@@ -198,6 +198,12 @@ class LLM:
         """A free-text answer."""
         return await self._call(model, list(messages), None, params)
 
+    async def embed(self, model: str | ModelSpec, texts: Sequence[str]) -> list[list[float]]:
+        """Embedding vectors (cached per text); raises once retries are exhausted."""
+        from .embed import embed_texts
+
+        return await embed_texts(self, model, texts)
+
     # ----------------------------------------------------------------------- internals
     async def _count_request(self, request: httpx2.Request) -> None:
         if request.url.path.endswith("/chat/completions"):
@@ -262,13 +268,7 @@ class LLM:
         self, ep: _Endpoint, messages: list[dict[str, Any]], response_model: type | None, params: dict[str, Any]
     ) -> LLMResult:
         attempts = 0
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.settings.max_attempts),
-            wait=self._wait,
-            retry=retry_if_exception(_transient),
-            reraise=True,
-            before_sleep=self._before_retry,
-        )
+        retrying = self.retrying()
         async with ep.semaphore:
             # Checked once a slot is free, so calls queued behind the limit are not made either.
             refused = self._over_budget()
@@ -329,6 +329,16 @@ class LLM:
         # Hand back the caller's own class, exactly as a cache hit would.
         value = response_model.model_validate(parsed.model_dump())
         return LLMResult(value, raw=_raw_text(completion), usage=usage)
+
+    def retrying(self) -> AsyncRetrying:
+        """Retries of transient errors (429, 5xx, timeouts), with the server's hint or backoff."""
+        return AsyncRetrying(
+            stop=stop_after_attempt(self.settings.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception(_transient),
+            reraise=True,
+            before_sleep=self._before_retry,
+        )
 
     def _over_budget(self) -> LLMResult | None:
         limit = self.settings.cost_limit

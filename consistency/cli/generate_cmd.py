@@ -1,0 +1,180 @@
+"""``cc generate``: consistency tuples from base questions, appended to ``<out>/<Checker>.jsonl``."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..checks import Check, all_checks, get_check
+from ..embeddings import make_embedder
+from ..generate import TemplateInstantiator
+from ..generate.llm import LLMInstantiator
+from ..generate.pipeline import GenerateOptions, GenerateReport, generate
+from ..generate.relevance import RelevanceRanker
+from ..generate.verify import TupleVerifier
+from ..jsonl import read_jsonl
+from ..models import ForecastingQuestion
+from .console import err, escape, out
+from .llm_command import LLMArgs, llm_command, print_usage
+
+
+class InstantiatorChoice(StrEnum):
+    auto = "auto"
+    llm = "llm"
+    template = "template"
+
+
+class RelevanceChoice(StrEnum):
+    auto = "auto"
+    llm = "llm"
+    embeddings = "embeddings"
+    off = "off"
+
+
+def load_questions(path: Path) -> list[ForecastingQuestion]:
+    """Questions from JSONL; a bad line stops the command with its file:line."""
+    questions, problems = [], []
+    try:
+        for _, parsed in read_jsonl(path, ForecastingQuestion):
+            if isinstance(parsed, list):
+                problems.extend(str(e) for e in parsed)
+            else:
+                questions.append(parsed)
+    except OSError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    if problems:
+        for problem in problems[:20]:
+            err.print(f"[red]error[/red] {escape(problem)}")
+        raise typer.Exit(2)
+    return questions
+
+
+def choose_instantiator(choice: InstantiatorChoice, llm_args: LLMArgs) -> str:
+    if choice != InstantiatorChoice.auto:
+        return choice.value
+    chosen = "llm" if llm_args.hosted else "template"
+    why = f"model {llm_args.model} is hosted" if llm_args.hosted else "the only model is the bundled local one"
+    err.print(f"instantiator: [bold]{chosen}[/bold] ({why}; pass --instantiator to choose)")
+    return chosen
+
+
+@llm_command
+def generate_cmd(
+    check: Annotated[str, typer.Option("--check", "-c", help="Check name or alias (neg, cond, ...), or 'all'.")],
+    questions: Annotated[Path, typer.Option("--questions", "-q", help="Base questions (JSONL, one per line).")],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for <Checker>.jsonl and rejects/.")],
+    n: Annotated[int, typer.Option("-n", help="Tuples wanted per check (those already in the file count).")] = 50,
+    instantiator: Annotated[
+        InstantiatorChoice, typer.Option(help="llm writes fields with the model; template is exact and model-free.")
+    ] = InstantiatorChoice.auto,
+    verify: Annotated[
+        bool | None, typer.Option("--verify/--no-verify", help="Have a model verify each tuple (default: with llm).")
+    ] = None,
+    threshold: Annotated[int, typer.Option(help="Verifier score (0-10) a tuple needs to be kept.")] = 6,
+    verifier_model: Annotated[
+        str | None, typer.Option("--verifier-model", help="Model for verification and relevance (default: --model).")
+    ] = None,
+    relevance: Annotated[
+        RelevanceChoice, typer.Option(help="How multi-question bases are ranked (auto: llm with the llm instantiator).")
+    ] = RelevanceChoice.auto,
+    candidates: Annotated[int, typer.Option(help="Base assignments sampled for multi-question checks.")] = 2000,
+    prefilter: Annotated[
+        int | None, typer.Option(help="Kept by embedding similarity before the model scores (default 3 x (top or n)).")
+    ] = None,
+    top: Annotated[
+        int | None, typer.Option(help="Best-ranked candidates used (default: down the ranking until n are kept).")
+    ] = None,
+    embeddings: Annotated[
+        str, typer.Option(help="auto, lexical, minilm, or an embeddings model spec (openai/text-embedding-3-small).")
+    ] = "auto",
+    around: Annotated[
+        str | None, typer.Option(help="Id of a question in --questions that every tuple must contain (appendix J).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the candidate sampling.")] = 0,
+    *,
+    llm_args: LLMArgs,
+) -> None:
+    """Generate consistency tuples from base questions (resumable: rerun the same command to continue)."""
+    try:
+        checks = list(all_checks()) if check == "all" else [get_check(check)]
+    except KeyError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    pool = load_questions(questions)
+    source = None
+    if around is not None:
+        source = next((q for q in pool if q.id == around), None)
+        if source is None:
+            err.print(f"[red]error[/red] no question with id {escape(around)} in {escape(str(questions))}")
+            raise typer.Exit(2)
+    kind = choose_instantiator(instantiator, llm_args)
+    verify = kind == "llm" if verify is None else verify
+    rel = relevance.value if relevance != RelevanceChoice.auto else ("llm" if kind == "llm" else "embeddings")
+    options = GenerateOptions(
+        n=n, candidates=candidates, top=top, prefilter=prefilter, seed=seed, around=source,
+        concurrency=llm_args.values["max_connections"],
+    )  # fmt: skip
+    plan = Plan(kind, verify, threshold, verifier_model or llm_args.model, rel, embeddings, out_dir, options)
+    reports = asyncio.run(_run(checks, pool, plan, llm_args))
+    for report in reports:
+        _print_report(report)
+    if not any(r.total for r in reports):
+        raise typer.Exit(1)
+
+
+@dataclass
+class Plan:
+    instantiator: str
+    verify: bool
+    threshold: int
+    judge: str  # model that verifies and scores relevance
+    relevance: str
+    embeddings: str
+    out_dir: Path
+    options: GenerateOptions
+
+
+async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan, llm_args: LLMArgs):
+    reports = []
+    async with llm_args.client() as llm:
+        inst = LLMInstantiator(llm, llm_args.model) if plan.instantiator == "llm" else TemplateInstantiator()
+        verifier = TupleVerifier(llm, plan.judge, plan.threshold) if plan.verify else None
+        scorer = (llm, plan.judge) if plan.relevance == "llm" else (None, None)
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, TextColumn("{task.fields[note]}"), console=err) as progress:
+            for check in checks:
+                ranker = None
+                if plan.relevance != "off":
+                    ranker = RelevanceRanker(make_embedder(plan.embeddings, llm), *scorer)
+                task = progress.add_task(check.class_name, total=plan.options.n, note="")
+
+                def show(r: GenerateReport, task=task) -> None:
+                    rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
+                    progress.update(task, completed=r.total, note=f"{rejected} rejected, {llm.stats.calls} calls")
+
+                report = await generate(
+                    check, pool, inst, plan.out_dir, plan.options, ranker=ranker, verifier=verifier, on_progress=show
+                )
+                reports.append(report)
+    print_usage(llm.stats)
+    return reports
+
+
+def _print_report(report: GenerateReport) -> None:
+    out.print(
+        f"[bold]{report.check}[/bold]: {report.written} new tuple(s), {report.total} in {escape(str(report.path))}"
+        + (f" ({report.already} from an earlier run)" if report.already else "")
+        + f"; {report.candidates} candidate base assignment(s)"
+    )
+    for step, count in sorted(report.rejected.items()):
+        if count:
+            out.print(f"  rejected at {escape(step)}: {count}")
+    if any(not k.startswith("relevance") and v for k, v in report.rejected.items()):
+        out.print(f"  reasons: {escape(str(report.rejects_path))}")

@@ -1,0 +1,46 @@
+"""Embeddings through the LLM layer: OpenAI-compatible ``/embeddings`` with cache, retries and accounting.
+
+Each text is cached on its own (key: endpoint, model, text), so a rerun or a text seen twice
+costs nothing and only the missing texts are sent, in batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .accounting import Usage
+from .cache import cache_key
+
+if TYPE_CHECKING:
+    from .client import LLM
+    from .specs import ModelSpec
+
+BATCH = 256
+
+
+async def embed_texts(llm: LLM, model: str | ModelSpec, texts: Sequence[str]) -> list[list[float]]:
+    """One vector per text, in order; raises after the layer's retries are exhausted."""
+    ep = await llm.endpoint(model)
+    keys = [cache_key(ep.identity, [{"role": "embed", "content": t}], {}, "embedding") for t in texts]
+    vectors: dict[int, list[float]] = {}
+    if llm.cache is not None:
+        for i, key in enumerate(keys):
+            hit = llm.cache.get(key)
+            if hit is not None:
+                vectors[i] = hit["value"]
+                llm.stats.cache_hits += 1
+    missing = [i for i in range(len(texts)) if i not in vectors]
+    for start in range(0, len(missing), BATCH):
+        batch = missing[start : start + BATCH]
+        async with ep.semaphore:
+            async for attempt in llm.retrying():
+                with attempt:
+                    llm.stats.calls += 1
+                    response = await ep.pick()[0].embeddings.create(model=ep.model, input=[texts[i] for i in batch])
+        llm.stats.add(Usage.of(ep.model, response.usage))
+        for i, item in zip(batch, sorted(response.data, key=lambda d: d.index), strict=True):
+            vectors[i] = list(item.embedding)
+            if llm.cache is not None:
+                llm.cache.put(keys[i], ep.identity, {"value": vectors[i]})
+    return [vectors[i] for i in range(len(texts))]
