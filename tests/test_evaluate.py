@@ -218,3 +218,27 @@ def test_cli_reports_bad_input_clearly(tmp_path):
     assert res.exit_code == 2 and "p must be a probability" in res.output
     res = runner.invoke(app, ["evaluate", "-f", "constant", "-o", "o1"])
     assert res.exit_code == 2 and "--resume" in res.output
+
+
+def test_ctrl_c_leaves_a_valid_interrupted_run_that_resumes(tmp_path):
+    with ScriptedServer(probability_rule(), latency=0.05) as srv:
+        proc = _spawn(srv.model_spec(), tmp_path / "run", tmp_path / "cache")
+        journal = tmp_path / "run" / "forecasts.jsonl"
+        deadline = time.time() + 60
+        while time.time() < deadline and (not journal.exists() or journal.read_text().count("\n") < 8):
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 130
+        assert "--resume" in proc.stderr.read().decode()
+        meta = json.loads((tmp_path / "run" / "run.json").read_text())
+        assert meta["status"] == "interrupted"
+        summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+        assert summary["questions"]["answered"] >= 8
+        done = subprocess.run(
+            [sys.executable, "-m", "consistency", "evaluate", "--resume", str(tmp_path / "run")],
+            env=os.environ | {"CC_CACHE_DIR": str(tmp_path / "cache")},
+            capture_output=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "complete"
