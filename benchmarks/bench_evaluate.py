@@ -53,7 +53,7 @@ def local_throughput(questions: int, root: Path) -> str:
         return "local_questions_per_s=- (skipped)"
     if importlib.util.find_spec("llama_cpp") is None:
         return "local_questions_per_s=- (install the local extra: pip install -e '.[local]')"
-    evaluate("constant", checks=["neg"], limit=1, out=root / "warm")  # imports, not timed
+    evaluate("constant", checks=["neg"], limit=1, out=root / "imports")  # imports, not timed
     start = time.perf_counter()
     result = evaluate("local", checks=["neg", "para"], limit=max(1, questions // 3), out=root / "local")
     elapsed = time.perf_counter() - start
