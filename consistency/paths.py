@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 
 
@@ -16,3 +17,14 @@ def cache_dir() -> Path:
         path = Path(base) / "consistency"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def new_run_dir(name: str, root: str | Path = "runs") -> Path:
+    """``runs/<local time>_<name>``, made unique with a suffix; not created."""
+    stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S")
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in f"{stamp}_{name}")
+    candidate, n = Path(root) / safe, 1
+    while candidate.exists():
+        n += 1
+        candidate = Path(root) / f"{safe}_{n}"
+    return candidate

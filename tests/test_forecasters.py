@@ -207,3 +207,18 @@ def test_a_model_that_keeps_failing_becomes_a_failure_with_its_reason():
 
         o = asyncio.run(go())
     assert o.forecast is None and "500" in o.error
+
+
+def test_cc_ask_answers_through_the_shared_llm_options():
+    from typer.testing import CliRunner
+
+    from consistency.cli import app
+
+    with ScriptedServer(probability_rule()) as srv:
+        res = CliRunner().invoke(app, ["ask", "Will it rain in 2030?", "-m", srv.model_spec(), "--json", "--no-cache"])
+        sent = srv.requests[0].last_user_text
+    assert res.exit_code == 0, res.output
+    import json
+
+    answer = json.loads(res.stdout)
+    assert answer["ok"] and answer["prob"] == probability_for(sent) and answer["cache_hit"] is False

@@ -9,34 +9,26 @@ from typing import Annotated
 import typer
 
 from ..forecasters.llm import ForecastAnswer, forecast_messages
-from ..llm import LLM
 from ..models import ForecastingQuestion
-from . import llm_options as opt
 from .console import err, escape, out
+from .llm_command import LLMArgs, llm_command
 
 
+@llm_command
 def ask(
     title: Annotated[str, typer.Argument(help="The question, e.g. 'Will X happen before 2030?'")],
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Model spec: gpt-4o, openrouter/..., URL::model, local.")
-    ] = "local",
     body: Annotated[str, typer.Option("--body", help="Resolution criteria shown with the question.")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    max_connections: opt.MaxConnections = 16,
-    rpm: opt.RequestsPerMinute = None,
-    tpm: opt.TokensPerMinute = None,
-    timeout: opt.Timeout = 60.0,
-    max_attempts: opt.MaxAttempts = 6,
-    no_cache: opt.NoCache = False,
-    cost_limit: opt.CostLimit = None,
+    *,
+    llm_args: LLMArgs,
 ) -> None:
     """Ask a model for the probability that a question resolves YES."""
     question = ForecastingQuestion(title=title, body=body)
     messages = forecast_messages(question)
-    settings = opt.settings(max_connections, rpm, tpm, timeout, max_attempts, no_cache, cost_limit)
+    model = llm_args.model
 
     async def run():
-        async with LLM(settings) as llm:
+        async with llm_args.client() as llm:
             return await llm.structured(model, messages, ForecastAnswer), llm.stats
 
     result, stats = asyncio.run(run())

@@ -13,9 +13,11 @@ from ..evaluation import EvaluationResult, RunDir, RunDirError, RunOptions, Tall
 from ..evaluation.ground_truth import evaluate_questions, resume_questions
 from ..files import DetectionError
 from ..forecasters import ForecasterSpecError
+from ..forecasters.loading import parse_options
+from ..llm import LLMSettings
 from ..scoring import ScoreParams
-from . import llm_options as opt
 from .console import err, escape, fmt, out
+from .llm_command import llm_settings_command
 from .score_cmd import render_table
 
 
@@ -56,6 +58,7 @@ class _Bar:
         self.progress.stop()
 
 
+@llm_settings_command
 def evaluate_cmd(
     forecaster: Annotated[
         str,
@@ -98,20 +101,15 @@ def evaluate_cmd(
     epsilon: Annotated[float, typer.Option(help="Forecasts of exactly 0 or 1 become ε / 1-ε for arbitrage.")] = 1e-3,
     bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% interval of each mean.")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
-    max_connections: opt.MaxConnections = 16,
-    rpm: opt.RequestsPerMinute = None,
-    tpm: opt.TokensPerMinute = None,
-    timeout: opt.Timeout = 60.0,
-    max_attempts: opt.MaxAttempts = 6,
-    no_cache: opt.NoCache = False,
-    cost_limit: opt.CostLimit = None,
+    *,
+    llm_settings: LLMSettings,
 ) -> None:
     """Forecast every question of a consistency benchmark once, score every tuple, write a run directory."""
     bar = _Bar()
     options = RunOptions(
         concurrency=concurrency,
         timeout=forecast_timeout,
-        llm=opt.settings(max_connections, rpm, tpm, timeout, max_attempts, no_cache, cost_limit),
+        llm=llm_settings,
         on_start=bar.start,
         on_record=bar.record,
     )
@@ -154,8 +152,6 @@ def evaluate_cmd(
 
 
 def _options(items: list[str] | None) -> dict[str, str]:
-    from ..forecasters.loading import parse_options
-
     return parse_options(items or [])
 
 

@@ -92,6 +92,15 @@ def _llm_args(values: dict[str, Any]) -> LLMArgs:
 llm_command = shared_options(_OPTIONS, "llm_args", _llm_args)
 
 
+#: Decorates a command that names its models otherwise (``cc evaluate --forecaster``); its last
+#: parameter is ``llm_settings: LLMSettings``.
+llm_settings_command = shared_options(
+    {k: v for k, v in _OPTIONS.items() if k not in ("model", "transcript")},
+    "llm_settings",
+    lambda values: opt.settings(**values),
+)
+
+
 def print_usage(stats: RunStats) -> None:
     """Calls, tokens and cost of a run, on stderr."""
     cost = f"${stats.cost:.4f}" + (f" (+{stats.unpriced_calls} unpriced calls)" if stats.unpriced_calls else "")

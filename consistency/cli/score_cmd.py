@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -11,18 +10,9 @@ import typer
 from rich.table import Table
 
 from ..files import DetectionError
+from ..paths import new_run_dir
 from ..scoring import ScoreParams, ScoreReport, ScoringError, score_path, write_report
 from .console import err, escape, fmt, out, pct
-
-
-def default_out_dir(inputs: list[Path]) -> Path:
-    stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S")
-    base = Path("runs") / f"{stamp}_score_{inputs[0].resolve().name.removesuffix('.jsonl')}"
-    candidate, n = base, 1
-    while candidate.exists():
-        n += 1
-        candidate = base.with_name(f"{base.name}_{n}")
-    return candidate
 
 
 def score(
@@ -44,7 +34,7 @@ def score(
     params = ScoreParams(epsilon=epsilon, bootstrap=bootstrap, seed=seed)
     try:
         report = score_path(paths, params, check)
-        target = write_report(report, out_dir or default_out_dir(paths))
+        target = write_report(report, out_dir or new_run_dir(f"score_{paths[0].resolve().name.removesuffix('.jsonl')}"))
     except (ScoringError, DetectionError, KeyError, OSError, ValueError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None

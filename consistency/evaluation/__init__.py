@@ -3,7 +3,7 @@
 from .asking import Ask, RunOptions, Tally
 from .benchmark import TupleSet, bundled_tuples, fingerprint, load_benchmark
 from .rundir import RunDir, RunDirError
-from .runner import EvaluationResult, default_run_dir, evaluate, plan, resume
+from .runner import EvaluationResult, evaluate, plan, reopen_run, resume, start_run
 
 __all__ = [
     "Ask",
@@ -14,10 +14,11 @@ __all__ = [
     "Tally",
     "TupleSet",
     "bundled_tuples",
-    "default_run_dir",
     "evaluate",
     "fingerprint",
     "load_benchmark",
     "plan",
+    "reopen_run",
     "resume",
+    "start_run",
 ]

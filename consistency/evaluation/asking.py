@@ -62,11 +62,11 @@ def occurrence_key(occurrence: Occurrence) -> str:
     return f"{occurrence.check}.{occurrence.field}#{digest}"
 
 
-def record_of(ask: Ask, outcome: ForecastOutcome) -> dict[str, Any]:
+def record_of(key: str, outcome: ForecastOutcome) -> dict[str, Any]:
     """A journal line. Call counts ride along while running and are dropped when the run completes."""
     return {
-        "key": ask.key,
-        "question_id": ask.question.id,
+        "key": key,
+        "question_id": outcome.question.id,
         "forecast": outcome.forecast.model_dump(mode="json") if outcome.forecast else None,
         "error": outcome.error,
         "raw": outcome.raw[:RAW_LIMIT] if outcome.raw else None,
@@ -97,13 +97,11 @@ async def ask_all(
     Returns the LLM layer's statistics of this session.
     """
     pending = [a for a in asks if done.get(a.key, {}).get("forecast") is None]
-    gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def one(ask: Ask) -> None:
-        async with gate:
-            outcome = await forecaster.forecast_safely(ask.question, timeout=timeout, occurrence=ask.occurrence)
-        record = record_of(ask, outcome)
-        done[ask.key] = record
+    def journal(outcome: ForecastOutcome) -> None:
+        key = occurrence_key(outcome.occurrence) if outcome.occurrence else question_key(outcome.question)
+        record = record_of(key, outcome)
+        done[key] = record
         run.append(record)
         if on_record is not None:
             on_record(record)
@@ -113,7 +111,13 @@ async def ask_all(
         try:
             if pending:
                 log.info("asking %d question(s), %d already answered", len(pending), len(done))
-                await asyncio.gather(*(one(a) for a in pending))
+                await forecaster.forecast_many(
+                    [a.question for a in pending],
+                    occurrences=[a.occurrence for a in pending],
+                    concurrency=concurrency,
+                    timeout=timeout,
+                    on_outcome=journal,
+                )
         finally:
             forecaster.attach(None)
             run.close()
@@ -129,7 +133,7 @@ def drive(
 ) -> dict[str, Any]:
     """Ask what is missing, then always ``finish(done)`` (write results, even after Ctrl-C or a
     failure) and record the outcome in ``run.json``; returns its final contents."""
-    done = run.read_journal()
+    done = run.open_journal()
     tally = Tally(total=len(asks), done=sum(1 for a in asks if (done.get(a.key) or {}).get("forecast") is not None))
     if options.on_start is not None:
         options.on_start(tally)

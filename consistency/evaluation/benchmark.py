@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -15,6 +16,8 @@ from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
 from ..models import ForecastingQuestion, ForecastLine
 from ..scoring import ScoringError, forecast_files
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -70,11 +73,10 @@ def load_benchmark(
                 ts.tuples.append({f: getattr(item, f) for f in info.check.field_names})
             ts.lines.append(number)
         ts.available = len(ts.tuples)
-        if limit is not None and limit < len(ts.tuples):
-            rng = np.random.default_rng([seed, *info.check.class_name.encode()])
-            keep = np.sort(rng.choice(len(ts.tuples), size=limit, replace=False))
-            ts.tuples = [ts.tuples[i] for i in keep]
-            ts.lines = [ts.lines[i] for i in keep]
+        rng = np.random.default_rng([seed, *info.check.class_name.encode()])
+        keep = sample_in_order(list(range(len(ts.tuples))), limit, rng)
+        ts.tuples = [ts.tuples[i] for i in keep]
+        ts.lines = [ts.lines[i] for i in keep]
         sets[info.check.class_name] = ts
     if wanted is not None:
         missing = wanted - {ts.check.name for ts in sets.values()}
@@ -82,6 +84,13 @@ def load_benchmark(
             raise ValueError(f"no tuples for {', '.join(sorted(missing))} in {source or 'the bundled benchmark'}")
     order = {c.class_name: i for i, c in enumerate(all_checks())}
     return sorted(sets.values(), key=lambda ts: order.get(ts.check.class_name, len(order)))
+
+
+def sample_in_order(items: list[T], limit: int | None, rng: np.random.Generator) -> list[T]:
+    """At most ``limit`` items drawn without replacement, kept in their original order."""
+    if limit is None or limit >= len(items):
+        return list(items)
+    return [items[i] for i in np.sort(rng.choice(len(items), size=limit, replace=False))]
 
 
 def fingerprint(sets: Sequence[TupleSet]) -> str:

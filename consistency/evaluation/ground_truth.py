@@ -10,14 +10,15 @@ from typing import Any
 import numpy as np
 
 from ..files import FileKind, detect, validate_lines
-from ..forecasters import Forecaster, load_forecaster
+from ..forecasters import Forecaster
 from ..jsonl import LineError, write_json, write_jsonl
 from ..metrics import bootstrap_mean_ci
 from ..models import ForecastingQuestion, GroundTruthRecord
 from ..scores.proper import brier, expected_calibration_error, log_loss, murphy_decomposition
 from .asking import Ask, RunOptions, drive, question_key
-from .rundir import RunDir, RunDirError
-from .runner import EvaluationResult, default_run_dir
+from .benchmark import sample_in_order
+from .rundir import RunDir
+from .runner import EvaluationResult, reopen_run, start_run
 
 
 def load_questions(
@@ -36,10 +37,7 @@ def load_questions(
         if question_key(q) not in seen:
             seen.add(question_key(q))
             questions.append(q)
-    if limit is not None and limit < len(questions):
-        keep = np.sort(np.random.default_rng(seed).choice(len(questions), size=limit, replace=False))
-        questions = [questions[i] for i in keep]
-    return questions, errors
+    return sample_in_order(questions, limit, np.random.default_rng(seed)), errors
 
 
 def evaluate_questions(
@@ -53,38 +51,19 @@ def evaluate_questions(
     options: RunOptions | None = None,
 ) -> EvaluationResult:
     """Forecast resolved questions and score the forecasts against their resolutions."""
-    spec = forecaster if isinstance(forecaster, str) else type(forecaster).name or type(forecaster).__qualname__
-    forecaster = load_forecaster(forecaster, forecaster_options)
     items, errors = load_questions(questions, limit, seed)
-    run = RunDir(out or default_run_dir(forecaster.label, Path(questions).stem))
     options = options or RunOptions()
-    run.create(
-        {
-            "kind": "ground_truth",
-            "forecaster": forecaster.describe(),
-            "forecaster_spec": spec,
-            "forecaster_options": dict(forecaster_options or {}),
-            "questions_file": str(questions),
-            "limit": limit,
-            "seed": seed,
-            "llm": options.llm.model_dump(mode="json"),
-        }
-    )
-    return _run(forecaster, items, errors, run, options)
+    meta = {"kind": "ground_truth", "questions_file": str(questions), "limit": limit, "seed": seed}
+    loaded, run = start_run(forecaster, forecaster_options, out, Path(questions).stem, options, meta)
+    return _run(loaded, items, errors, run, options)
 
 
 def resume_questions(
     run_dir: str | Path, *, forecaster: Forecaster | None = None, options: RunOptions | None = None
 ) -> EvaluationResult:
-    run = RunDir(run_dir)
-    meta = run.read()
-    if meta.get("kind") != "ground_truth":
-        raise RunDirError(f"{run_dir}: not a ground-truth run")
+    run, meta, forecaster, options = reopen_run(run_dir, "ground_truth", forecaster, options)
     items, errors = load_questions(meta["questions_file"], meta["limit"], meta["seed"])
-    if forecaster is None:
-        recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
-        forecaster = load_forecaster(meta["forecaster_spec"], recorded)
-    return _run(forecaster, items, errors, run, options or RunOptions())
+    return _run(forecaster, items, errors, run, options)
 
 
 def _run(forecaster, items, errors, run: RunDir, options: RunOptions) -> EvaluationResult:

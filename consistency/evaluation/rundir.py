@@ -1,7 +1,8 @@
 """A run directory on disk: ``run.json`` and the forecast journal that makes runs resumable.
 
-``forecasts.jsonl`` is appended (and flushed) as each forecast finishes, so a crash or Ctrl-C
-loses at most the forecasts in flight. A torn last line (a kill mid-write) is cut off on resume.
+``forecasts.jsonl`` is an :class:`~consistency.jsonl.AppendLog`: appended (and flushed) as each
+forecast finishes, so a crash or Ctrl-C loses at most the forecasts in flight, and a torn last
+line (a kill mid-write) is cut off on resume.
 When a run completes, the journal is rewritten in question order, so a resumed run and an
 uninterrupted one leave the same file.
 """
@@ -9,7 +10,6 @@ uninterrupted one leave the same file.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..jsonl import atomic_write, dump_line, iter_json_lines, write_json
+from ..jsonl import AppendLog, atomic_write, dump_line, write_json
 
 RUN_FILE = "run.json"
 JOURNAL = "forecasts.jsonl"
@@ -49,7 +49,7 @@ def git_commit() -> str | None:
 class RunDir:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._fh: Any = None
+        self._log: AppendLog | None = None
 
     # ----------------------------------------------------------------- run.json
     @property
@@ -89,44 +89,29 @@ class RunDir:
     def journal(self) -> Path:
         return self.path / JOURNAL
 
-    def read_journal(self) -> dict[str, dict[str, Any]]:
-        """The latest record per key; cuts off a torn last line left by a kill."""
-        if not self.journal.exists():
-            return {}
-        _truncate_torn_tail(self.journal)
+    def open_journal(self) -> dict[str, dict[str, Any]]:
+        """Open the journal for appending; the latest record per key (a torn last line is cut off)."""
+        self.close()
+        self._log = AppendLog(self.journal)
         records: dict[str, dict[str, Any]] = {}
-        for number, obj in iter_json_lines(self.journal):
-            if not isinstance(obj, dict) or "key" not in obj:
+        for number, obj in enumerate(self._log.existing, start=1):
+            if "key" not in obj:
                 raise RunDirError(f"{self.journal}:{number}: not a forecast record; the run directory is damaged")
             records[obj["key"]] = obj
         return records
 
     def append(self, record: dict[str, Any]) -> None:
-        if self._fh is None:
-            self._fh = self.journal.open("a", encoding="utf-8")
-        self._fh.write(dump_line(record))
-        self._fh.flush()
+        if self._log is None:
+            raise RunDirError("open_journal() first")
+        self._log.append(record)
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def rewrite_journal(self, records: Iterable[dict[str, Any]]) -> None:
         self.close()
         with atomic_write(self.journal) as fh:
             for record in records:
                 fh.write(dump_line(record))
-
-
-def _truncate_torn_tail(path: Path) -> None:
-    with path.open("rb+") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        if size == 0:
-            return
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return
-        data = path.read_bytes()
-        fh.truncate(data.rfind(b"\n") + 1)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from ..checks import Check
 from ..forecasters import Forecaster, Occurrence, load_forecaster
 from ..jsonl import LineError, atomic_write, dump_line
 from ..llm import LLMSettings
+from ..paths import new_run_dir
 from ..scoring import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
 from .asking import Ask, RunOptions, drive, occurrence_key, question_key
 from .benchmark import TupleSet, fingerprint, load_benchmark
@@ -31,14 +31,43 @@ class EvaluationResult:
     meta: dict[str, Any]
 
 
-def default_run_dir(label: str, benchmark: str, root: str | Path = "runs") -> Path:
-    stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S")
-    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in f"{stamp}_{label}_{benchmark}")
-    candidate, n = Path(root) / safe, 1
-    while candidate.exists():
-        n += 1
-        candidate = Path(root) / f"{safe}_{n}"
-    return candidate
+def start_run(
+    forecaster: Forecaster | str,
+    forecaster_options: dict[str, str] | None,
+    out: str | Path | None,
+    name: str,
+    options: RunOptions,
+    meta: dict[str, Any],
+) -> tuple[Forecaster, RunDir]:
+    """Build the forecaster and create its run directory, recording how to rebuild both on resume."""
+    spec = forecaster if isinstance(forecaster, str) else _spec_of(forecaster)
+    loaded = load_forecaster(forecaster, forecaster_options)
+    run = RunDir(out or new_run_dir(f"{loaded.label}_{name}"))
+    run.create(
+        {
+            "forecaster": loaded.describe(),
+            "forecaster_spec": spec,
+            "forecaster_options": dict(forecaster_options or {}),
+            **meta,
+            "llm": options.llm.model_dump(mode="json"),
+        }
+    )
+    return loaded, run
+
+
+def reopen_run(
+    run_dir: str | Path, kind: str, forecaster: Forecaster | None, options: RunOptions | None
+) -> tuple[RunDir, dict[str, Any], Forecaster, RunOptions]:
+    """The run directory, its recorded configuration, and the forecaster and options to finish it with."""
+    run = RunDir(run_dir)
+    meta = run.read()
+    if meta.get("kind") != kind:
+        raise RunDirError(f"{run_dir}: not a {kind} run (kind {meta.get('kind')!r})")
+    if forecaster is None:  # CLI runs recorded their -F options; library runs their constructor's arguments
+        recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
+        forecaster = load_forecaster(meta["forecaster_spec"], recorded)
+    options = options or RunOptions(llm=LLMSettings.model_validate(meta.get("llm", {})))
+    return run, meta, forecaster, options
 
 
 def plan(sets: Sequence[TupleSet], per_occurrence: bool) -> tuple[list[Ask], list[list[list[str]]]]:
@@ -77,17 +106,17 @@ def evaluate(
     options: RunOptions | None = None,
 ) -> EvaluationResult:
     """Evaluate a forecaster on a consistency benchmark (default: the bundled one)."""
-    spec = forecaster if isinstance(forecaster, str) else _spec_of(forecaster)
-    forecaster = load_forecaster(forecaster, forecaster_options)
     sets = load_benchmark(tuples, checks, limit, seed)
     params = params or ScoreParams()
-    run = RunDir(out or default_run_dir(forecaster.label, Path(tuples).name if tuples else "bundled"))
-    run.create(
+    options = options or RunOptions()
+    loaded, run = start_run(
+        forecaster,
+        forecaster_options,
+        out,
+        Path(tuples).name if tuples else "bundled",
+        options,
         {
             "kind": "consistency",
-            "forecaster": forecaster.describe(),
-            "forecaster_spec": spec,
-            "forecaster_options": dict(forecaster_options or {}),
             "benchmark": {
                 "tuples": str(tuples) if tuples else None,
                 "checks": [ts.check.name for ts in sets],
@@ -97,30 +126,22 @@ def evaluate(
                 "tuples_per_check": {ts.check.class_name: len(ts.tuples) for ts in sets},
             },
             "parameters": params.model_dump(),
-            "llm": (options or RunOptions()).llm.model_dump(mode="json"),
-        }
+        },
     )
-    return _run(forecaster, sets, run, params, options or RunOptions())
+    return _run(loaded, sets, run, params, options)
 
 
 def resume(
     run_dir: str | Path, *, forecaster: Forecaster | None = None, options: RunOptions | None = None
 ) -> EvaluationResult:
     """Finish an interrupted run: forecasts already journaled are not asked again."""
-    run = RunDir(run_dir)
-    meta = run.read()
-    if meta.get("kind") != "consistency":
-        raise RunDirError(f"{run_dir}: not a consistency run (kind {meta.get('kind')!r})")
+    run, meta, forecaster, options = reopen_run(run_dir, "consistency", forecaster, options)
     bench = meta["benchmark"]
     sets = load_benchmark(bench["tuples"], bench["checks"], bench["limit"], bench["seed"])
     if fingerprint(sets) != bench["fingerprint"]:
         raise RunDirError(
             f"{run_dir}: the tuples at {bench['tuples'] or 'the bundled benchmark'} changed since the run began"
         )
-    if forecaster is None:  # CLI runs recorded their -F options; library runs their constructor's arguments
-        recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
-        forecaster = load_forecaster(meta["forecaster_spec"], recorded)
-    options = options or RunOptions(llm=LLMSettings.model_validate(meta.get("llm", {})))
     return _run(forecaster, sets, run, ScoreParams.model_validate(meta["parameters"]), options)
 
 

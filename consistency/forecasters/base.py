@@ -205,23 +205,28 @@ class Forecaster(ABC):
         self,
         questions: Iterable[ForecastingQuestion],
         *,
+        occurrences: Iterable[Occurrence | None] | None = None,
         concurrency: int = 16,
         timeout: float | None = None,
         on_outcome: Callable[[ForecastOutcome], None] | None = None,
     ) -> list[ForecastOutcome]:
-        """Forecast concurrently (at most ``concurrency`` at once); results in input order."""
+        """Forecast concurrently (at most ``concurrency`` at once); results in input order.
+
+        ``on_outcome`` sees each outcome as soon as it exists (to journal or display it).
+        """
         items = list(questions)
+        places = list(occurrences) if occurrences is not None else [None] * len(items)
         gate = asyncio.Semaphore(max(1, concurrency))
 
-        async def one(q: ForecastingQuestion) -> ForecastOutcome:
+        async def one(q: ForecastingQuestion, place: Occurrence | None) -> ForecastOutcome:
             async with gate:
-                outcome = await self.forecast_safely(q, timeout=timeout)
+                outcome = await self.forecast_safely(q, timeout=timeout, occurrence=place)
             if on_outcome is not None:
                 on_outcome(outcome)
             return outcome
 
         async with self.session():
-            return list(await asyncio.gather(*(one(q) for q in items)))
+            return list(await asyncio.gather(*(one(q, p) for q, p in zip(items, places, strict=True))))
 
     def forecast_sync(self, question: ForecastingQuestion | str, **fields: Any) -> Forecast:
         """Blocking convenience for scripts and notebooks; raises :class:`ForecastError` on failure."""
