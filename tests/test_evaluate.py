@@ -163,26 +163,30 @@ def _spawn(spec: str, out: Path, cache: Path, *extra: str) -> subprocess.Popen:
     )
 
 
+def _wait_for_lines(journal: Path, n: int) -> Path:
+    deadline = time.time() + 60
+    while time.time() < deadline and (not journal.exists() or journal.read_text().count("\n") < n):
+        time.sleep(0.01)
+    return journal
+
+
+def _resume(run: Path, cache: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "consistency", "evaluate", "--resume", str(run)]
+    return subprocess.run(cmd, env=os.environ | {"CC_CACHE_DIR": str(cache)}, capture_output=True, timeout=60)
+
+
 def test_a_run_killed_with_sigkill_resumes_to_exactly_the_uninterrupted_files(tmp_path):
     with ScriptedServer(probability_rule(), latency=0.05) as srv:
         whole = _spawn(srv.model_spec(), tmp_path / "whole", tmp_path / "cache-whole")
         assert whole.wait(60) == 0, whole.stderr.read().decode()
         srv.reset()
         killed = _spawn(srv.model_spec(), tmp_path / "killed", tmp_path / "cache-killed")
-        journal = tmp_path / "killed" / "forecasts.jsonl"
-        deadline = time.time() + 60
-        while time.time() < deadline and (not journal.exists() or journal.read_text().count("\n") < 12):
-            time.sleep(0.01)
+        journal = _wait_for_lines(tmp_path / "killed" / "forecasts.jsonl", 12)
         killed.send_signal(signal.SIGKILL)
         killed.wait(10)
         answered = {json.loads(x)["question_id"] for x in journal.read_text().splitlines() if x.endswith("}")}
         asked_before = len(srv.requests)
-        resumed = subprocess.run(
-            [sys.executable, "-m", "consistency", "evaluate", "--resume", str(tmp_path / "killed")],
-            env=os.environ | {"CC_CACHE_DIR": str(tmp_path / "cache-killed")},
-            capture_output=True,
-            timeout=60,
-        )
+        resumed = _resume(tmp_path / "killed", tmp_path / "cache-killed")
         assert resumed.returncode == 0, resumed.stderr.decode()
         asked_after = [r.last_user_text for r in srv.requests[asked_before:]]
     assert 12 <= len(answered) < json.loads((tmp_path / "whole" / "run.json").read_text())["questions"]
@@ -223,10 +227,7 @@ def test_cli_reports_bad_input_clearly(tmp_path):
 def test_ctrl_c_leaves_a_valid_interrupted_run_that_resumes(tmp_path):
     with ScriptedServer(probability_rule(), latency=0.05) as srv:
         proc = _spawn(srv.model_spec(), tmp_path / "run", tmp_path / "cache")
-        journal = tmp_path / "run" / "forecasts.jsonl"
-        deadline = time.time() + 60
-        while time.time() < deadline and (not journal.exists() or journal.read_text().count("\n") < 8):
-            time.sleep(0.01)
+        _wait_for_lines(tmp_path / "run" / "forecasts.jsonl", 8)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 130
         assert "--resume" in proc.stderr.read().decode()
@@ -234,11 +235,6 @@ def test_ctrl_c_leaves_a_valid_interrupted_run_that_resumes(tmp_path):
         assert meta["status"] == "interrupted"
         summary = json.loads((tmp_path / "run" / "summary.json").read_text())
         assert summary["questions"]["answered"] >= 8
-        done = subprocess.run(
-            [sys.executable, "-m", "consistency", "evaluate", "--resume", str(tmp_path / "run")],
-            env=os.environ | {"CC_CACHE_DIR": str(tmp_path / "cache")},
-            capture_output=True,
-            timeout=60,
-        )
+        done = _resume(tmp_path / "run", tmp_path / "cache")
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "complete"
