@@ -238,3 +238,20 @@ def test_ctrl_c_leaves_a_valid_interrupted_run_that_resumes(tmp_path):
         done = _resume(tmp_path / "run", tmp_path / "cache")
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "complete"
+
+
+def test_a_key_passed_as_an_option_is_not_written_to_the_run(tmp_path, monkeypatch):
+    secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    path = tmp_path / "keyed.py"
+    path.write_text(
+        "from consistency import Forecaster, Forecast\n\n"
+        "class Keyed(Forecaster):\n"
+        "    def __init__(self, api_key: str = ''):\n"
+        "        self.api_key = api_key\n\n"
+        "    async def forecast(self, question):\n"
+        "        return Forecast(prob=0.4)\n"
+    )
+    evaluate(f"{path}::Keyed", forecaster_options={"api_key": secret}, checks=["neg"], limit=2, out=tmp_path / "r")
+    for file in (tmp_path / "r").iterdir():
+        assert secret not in file.read_text(), file.name

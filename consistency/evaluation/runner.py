@@ -14,6 +14,7 @@ from ..checks import Check
 from ..forecasters import Forecaster, Occurrence, load_forecaster
 from ..jsonl import LineError, atomic_write, dump_line
 from ..llm import LLMSettings
+from ..llm.secrets import redact
 from ..paths import new_run_dir
 from ..scoring import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
 from .asking import Ask, RunOptions, drive, occurrence_key, question_key
@@ -46,8 +47,8 @@ def start_run(
     run.create(
         {
             "forecaster": loaded.describe(),
-            "forecaster_spec": spec,
-            "forecaster_options": dict(forecaster_options or {}),
+            "forecaster_spec": redact(spec),
+            "forecaster_options": {k: redact(str(v)) for k, v in (forecaster_options or {}).items()},
             **meta,
             "llm": options.llm.model_dump(mode="json"),
         }
