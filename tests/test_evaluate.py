@@ -26,9 +26,9 @@ from consistency.llm import LLMSettings
 from consistency.scoring import score_path
 from consistency.testing import Fault, ScriptedServer, every_nth, probability_rule
 
-REF = Path(__file__).resolve().parents[2] / "shared" / "reference-data"
-REF_FORECASTS = REF / "forecasts" / "BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped"
-REF_GROUND_TRUTH = REF / "ground_truth" / "BasicForecaster_gpt4o-mini-2024-07-18_20240501_20240815"
+from reference import FORECASTS as REF_FORECASTS
+from reference import GROUND_TRUTH_RUN as REF_GROUND_TRUTH
+from reference import needs_reference
 FAST = LLMSettings(timeout=5, max_backoff=0.05, max_connections=16)
 RESULT_FILES = ("summary.json", "forecasts.jsonl")
 
@@ -93,6 +93,7 @@ def test_each_distinct_question_is_asked_once_and_the_run_directory_is_complete(
         )
 
 
+@needs_reference
 def test_replay_reproduces_the_published_forecasts_and_cc_score(tmp_path):
     result = evaluate(
         "replay", tuples=REF_FORECASTS, forecaster_options={"source": str(REF_FORECASTS)}, out=tmp_path / "replayed"
@@ -197,6 +198,7 @@ def test_a_run_killed_with_sigkill_resumes_to_exactly_the_uninterrupted_files(tm
     assert json.loads((tmp_path / "killed" / "run.json").read_text())["status"] == "complete"
 
 
+@needs_reference
 def test_ground_truth_replay_reproduces_the_published_scores(tmp_path):
     results = REF_GROUND_TRUTH / "ground_truth_results.jsonl"
     result = evaluate_questions("replay", results, forecaster_options={"source": str(results)}, out=tmp_path / "gt")

@@ -18,12 +18,9 @@ from consistency.checks import get_check
 from consistency.files import FileKind, detect, validate_file
 from consistency.scoring import score_path
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference-data"
-FORECASTS = REFERENCE / "forecasts" / "BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped"
+from reference import FORECASTS, REFERENCE, needs_reference
 
-pytestmark = pytest.mark.skipif(
-    not REFERENCE.is_dir(), reason=f"reference data not found at {REFERENCE} (clone with ../shared beside the repo)"
-)
+pytestmark = needs_reference
 
 
 def jsonl_files() -> list[Path]:

@@ -30,7 +30,7 @@ from consistency.scores.proper import (
     zero_one,
 )
 
-GROUND_TRUTH = Path(__file__).resolve().parents[2] / "shared" / "reference-data" / "ground_truth"
+from reference import GROUND_TRUTH, needs_reference
 P = [0.0, 0.2, 0.5, 0.7, 1.0, 0.9]
 Y = [1, 0, 1, "yes", True, "no"]
 
@@ -201,9 +201,6 @@ def test_bad_input_raises_precise_errors(call, message):
 # --- the paper's stored values -------------------------------------------------------------------
 
 RESULT_FILES = sorted(GROUND_TRUTH.glob("*/ground_truth_results.jsonl")) if GROUND_TRUTH.is_dir() else []
-needs_reference = pytest.mark.skipif(
-    not RESULT_FILES, reason=f"paper ground-truth data not found at {GROUND_TRUTH} (clone ../shared beside the repo)"
-)
 ANCHORS = np.array([1, 3, 5, *range(10, 100, 10), 95, 97, 99]) / 100
 
 

@@ -10,7 +10,7 @@ import pytest
 from consistency.scores.inputs import ScoreInputError
 from consistency.scores.table import load_table
 
-GROUND_TRUTH = Path(__file__).resolve().parents[2] / "shared" / "reference-data" / "ground_truth"
+from reference import FORECASTS, GROUND_TRUTH, needs_reference
 
 CSV = """forecaster,question_id,prob,resolution,weight,batch,market_prob,resolved_at,scheduled_resolution
 alice,q1,0.7,yes,1,b1,0.6,2025-01-01,2025-02-01
@@ -67,7 +67,7 @@ def test_jsonl_long_table_and_missing_columns(tmp_path):
         load_table([bad])
 
 
-@pytest.mark.skipif(not GROUND_TRUTH.is_dir(), reason=f"reference data not found at {GROUND_TRUTH}")
+@needs_reference
 def test_papers_ground_truth_files_load():
     table = load_table([GROUND_TRUTH])
     assert len(table) == 242
@@ -84,9 +84,9 @@ def test_run_directories_of_forecast_lines(tmp_path):
     assert np.all(np.isnan(table.resolution))  # the sample's questions resolve 2027-2030
 
 
-@pytest.mark.skipif(not GROUND_TRUTH.is_dir(), reason=f"reference data not found at {GROUND_TRUTH}")
+@needs_reference
 def test_a_question_forecast_differently_twice_in_a_run_is_named():
-    run = GROUND_TRUTH.parent / "forecasts" / "BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped"
+    run = FORECASTS
     with pytest.raises(
         ScoreInputError, match=r"ConsequenceChecker.jsonl:9 \(P\): question .* was forecast 0.25 here but 0.3"
     ):

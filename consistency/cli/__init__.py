@@ -1,4 +1,8 @@
-"""The ``cc`` command line: thin commands over the library, printing with rich."""
+"""The ``cc`` command line: thin commands over the library, printing with rich.
+
+Commands are registered by location (``app.lazy("name", "module_cmd:function")``, or
+``"module_cmd:app"`` for a Typer group) and imported only when invoked: see :mod:`.lazy`.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +12,9 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from . import (
-    ask_cmd,
-    cache_cmd,
-    checks_cmd,
-    compare_cmd,
-    correlate_cmd,
-    evaluate_cmd,
-    generate_cmd,
-    leaderboard_cmd,
-    questions_cmd,
-    score_cmd,
-    validate_cmd,
-)
+from .lazy import LazyTyper
 
-app = typer.Typer(
+app = LazyTyper(
     name="cc",
     help="Evaluate forecasters by the logical consistency of their forecasts.",
     no_args_is_help=True,
@@ -37,17 +29,17 @@ def _root(verbose: Annotated[bool, typer.Option("--verbose", "-V", help="Log wha
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-app.command("evaluate")(evaluate_cmd.evaluate_cmd)
-app.command("generate")(generate_cmd.generate_cmd)
-app.add_typer(questions_cmd.app, name="questions")
-app.command("score")(score_cmd.score)
-app.command("validate")(validate_cmd.validate)
-app.command("checks")(checks_cmd.checks)
-app.command("ask")(ask_cmd.ask)
-app.command("leaderboard")(leaderboard_cmd.leaderboard)
-app.command("compare")(compare_cmd.compare)
-app.command("correlate")(correlate_cmd.correlate)
-app.add_typer(cache_cmd.app, name="cache")
+app.lazy("evaluate", "evaluate_cmd:evaluate_cmd")
+app.lazy("generate", "generate_cmd:generate_cmd")
+app.lazy("questions", "questions_cmd:app")
+app.lazy("score", "score_cmd:score")
+app.lazy("validate", "validate_cmd:validate")
+app.lazy("checks", "checks_cmd:checks")
+app.lazy("ask", "ask_cmd:ask")
+app.lazy("leaderboard", "leaderboard_cmd:leaderboard")
+app.lazy("compare", "compare_cmd:compare")
+app.lazy("correlate", "correlate_cmd:correlate")
+app.lazy("cache", "cache_cmd:app")
 
 
 @app.command("version")

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from ..files import DetectionError
-from ..paths import new_run_dir
-from ..scoring import ScoreParams, ScoreReport, ScoringError, score_path, write_report
 from .console import err, escape, fmt, out, pct
+
+if TYPE_CHECKING:  # the scoring stack (numpy, pydantic models) loads when the command runs, not for --help
+    from rich.table import Table
+
+    from ..scoring import ScoreReport
 
 
 def score(
@@ -31,6 +32,10 @@ def score(
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
 ) -> None:
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
+    from ..files import DetectionError
+    from ..paths import new_run_dir
+    from ..scoring import ScoreParams, ScoringError, score_path, write_report
+
     params = ScoreParams(epsilon=epsilon, bootstrap=bootstrap, seed=seed)
     try:
         report = score_path(paths, params, check)
@@ -50,6 +55,8 @@ def score(
 
 
 def render_table(report: ScoreReport) -> Table:
+    from rich.table import Table
+
     table = Table(title="Consistency violations (arbitrage in nats; frequentist in z-units)")
     table.add_column("check")
     table.add_column("n", justify="right")

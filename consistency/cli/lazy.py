@@ -1,0 +1,133 @@
+"""Commands registered by name and imported only when invoked, so ``cc`` starts fast.
+
+Each command module pulls in what it needs (numpy, pydantic models, the LLM client...); importing
+all of them for ``cc version`` cost over a second. ``LazyTyper.lazy("score", "score_cmd:score")``
+records where a command lives; the click group imports that module only when the command runs
+(or its own ``--help`` is shown). ``cc --help`` lists every command from the docstrings read off
+the modules' source with :mod:`ast`, without importing them.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import typer
+from typer.core import TyperGroup
+from typer.main import get_command_from_info, get_group
+from typer.models import CommandInfo
+
+
+@dataclass(frozen=True)
+class LazyEntry:
+    """Where a command lives: ``module:attribute`` relative to this package; a function or a Typer app."""
+
+    target: str
+
+    @property
+    def module(self) -> str:
+        return f"{__package__}.{self.target.partition(':')[0]}"
+
+    @property
+    def attribute(self) -> str:
+        return self.target.partition(":")[2]
+
+    def load(self) -> object:
+        return getattr(importlib.import_module(self.module), self.attribute)
+
+    def help_from_source(self) -> str | None:
+        """The command's docstring (or a Typer app's ``help=``), read from the module's source without importing it."""
+        path = Path(__file__).with_name(self.target.partition(":")[0] + ".py")
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError):
+            return None
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == self.attribute:
+                return ast.get_docstring(node)
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == self.attribute for t in node.targets
+            ):
+                if isinstance(node.value, ast.Call):
+                    for kw in node.value.keywords:
+                        if kw.arg == "help" and isinstance(kw.value, ast.Constant):
+                            return str(kw.value.value)
+        return None
+
+
+class _LazyGroup(TyperGroup):
+    """A click group that resolves registered names to real commands on first use."""
+
+    lazy: dict[str, LazyEntry] = {}
+    typer_settings: dict[str, object] = {}
+    _listing = False
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*self.lazy, *(n for n in super().list_commands(ctx) if n not in self.lazy)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        # The help listing asks for every command: a stand-in with the docstring avoids importing them all.
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            if ctx.resilient_parsing or self._listing:
+                text = self.lazy[cmd_name].help_from_source()
+                if text is not None:
+                    return click.Command(cmd_name, help=text)
+            return self.load(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[override]
+        if args and args[0] in self.lazy:
+            self.load(args[0])
+        return super().resolve_command(ctx, args)
+
+    def load(self, name: str) -> click.Command:
+        """Import the command ``name`` and add it to the group (once)."""
+        if name not in self.commands:
+            obj = self.lazy[name].load()
+            if isinstance(obj, typer.Typer):
+                command: click.Command = get_group(obj)
+                command.name = name
+            else:
+                command = get_command_from_info(
+                    CommandInfo(name=name, callback=obj),  # type: ignore[arg-type]
+                    pretty_exceptions_short=bool(self.typer_settings.get("pretty_exceptions_short", True)),
+                    rich_markup_mode=self.typer_settings.get("rich_markup_mode"),  # type: ignore[arg-type]
+                )
+            self.add_command(command, name)
+        return self.commands[name]
+
+
+class LazyTyper(typer.Typer):
+    """A Typer app whose commands can be registered by location, imported only when invoked.
+
+    ``app.lazy("score", "score_cmd:score")`` registers function ``score`` of ``consistency/cli/score_cmd.py``
+    as ``cc score``; ``app.lazy("cache", "cache_cmd:app")`` registers a Typer app as a command group.
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        self._lazy: dict[str, LazyEntry] = {}
+        group = type("LazyGroup", (_LazyGroup,), {"lazy": self._lazy, "typer_settings": {}})
+        super().__init__(cls=group, **kwargs)  # type: ignore[arg-type]
+        group.typer_settings.update(
+            pretty_exceptions_short=self.pretty_exceptions_short, rich_markup_mode=self.rich_markup_mode
+        )
+
+    def lazy(self, name: str, target: str) -> None:
+        if name in self._lazy:
+            raise ValueError(f"command {name!r} is registered twice")
+        self._lazy[name] = LazyEntry(target)
+
+    @property
+    def lazy_commands(self) -> dict[str, str]:
+        """Registered names and their ``module:attribute`` targets, in registration order."""
+        return {name: entry.target for name, entry in self._lazy.items()}
