@@ -22,6 +22,7 @@ COMMANDS = (
     "leaderboard",
     "compare",
     "correlate",
+    "proxy",
     "version",
 )
 

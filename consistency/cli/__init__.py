@@ -39,6 +39,7 @@ app.lazy("ask", "ask_cmd:ask")
 app.lazy("leaderboard", "leaderboard_cmd:leaderboard")
 app.lazy("compare", "compare_cmd:compare")
 app.lazy("correlate", "correlate_cmd:correlate")
+app.lazy("proxy", "proxy_cmd:proxy")
 app.lazy("cache", "cache_cmd:app")
 
 

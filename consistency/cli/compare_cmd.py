@@ -10,9 +10,8 @@ import typer
 
 from ..scores.inputs import ScoreInputError
 from ..scores.ranking import compare as compare_two
-from ..scores.table import load_table
 from .console import err, escape, out
-from .leaderboard_cmd import SOURCES_HELP, AsOf
+from .leaderboard_cmd import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
 
 def compare(
@@ -22,11 +21,12 @@ def compare(
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     as_of: AsOf = None,
+    duplicates: Duplicates = "error",
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Is A more accurate than B? 100·ln(p_A/p_B) on the outcome, per question both answered."""
     try:
-        c = compare_two(load_table(paths), a, b, resamples=resamples, seed=seed, as_of=as_of)
+        c = compare_two(load_forecasts(paths, duplicates), a, b, resamples=resamples, seed=seed, as_of=as_of)
     except ScoreInputError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None

@@ -13,7 +13,7 @@ from rich.table import Table
 from ..scores.inputs import ScoreInputError
 from ..scores.ranking import METHODS, hold_back_early_closers
 from ..scores.ranking import leaderboard as rank
-from ..scores.table import load_table
+from ..scores.table import DUPLICATES, ForecastTable, load_table
 from .console import err, escape, fmt, out
 
 AsOf = Annotated[
@@ -22,17 +22,36 @@ AsOf = Annotated[
 SOURCES_HELP = (
     "Long tables (CSV/JSONL: forecaster, question_id, prob, resolution, ...) or ground_truth_results.jsonl files/dirs."
 )
+Duplicates = Annotated[
+    str,
+    typer.Option(
+        "--duplicates",
+        help=f"A question one forecaster answered twice differently (the paper re-asked): {'|'.join(DUPLICATES)}.",
+    ),
+]
+
+
+def load_forecasts(paths: list[Path], duplicates: str = "error") -> ForecastTable:
+    """The long table of PATHS, saying on stderr how many repeated forecasts the policy merged."""
+    table = load_table(paths, duplicates)
+    if table.duplicates:
+        err.print(
+            f"{table.duplicates} (forecaster, question) pair(s) had differing repeated forecasts: "
+            f"merged by --duplicates {duplicates}"
+        )
+    return table
 
 
 def leaderboard(
     paths: Annotated[list[Path], typer.Argument(help=SOURCES_HELP)],
     method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = "brier",
     as_of: AsOf = None,
+    duplicates: Duplicates = "error",
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Rank forecasters, best first."""
     try:
-        table = load_table(paths)
+        table = load_forecasts(paths, duplicates)
         if as_of is not None:
             table, held = hold_back_early_closers(table, as_of)
             if held:

@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .inputs import ScoreInputError, outcomes, probabilities
 from .proper import absolute_error, brier, log_loss, zero_one
+from .versus import Correlation, correlate
 
 FloatArray = NDArray[np.float64]
 
@@ -41,7 +42,9 @@ __all__ = [
     "LOSSES",
     "CorrelationTable",
     "aggregate",
+    "BatchScores",
     "batch_means",
+    "batch_scores",
     "extremized_mean",
     "forecast_matrix",
     "logit_pool",
@@ -489,3 +492,96 @@ def proxy_correlation_table(
             for k, t in enumerate(truth):
                 r[i, k], n[i, k] = _pearson(z.ravel(), t.ravel())
     return CorrelationTable(tuple(rows), tuple(losses), r, n)
+
+
+# --------------------------------------------------------------------------- per-batch scores for reports
+
+
+@dataclass(frozen=True)
+class BatchScores:
+    """Each forecaster's mean ground-truth loss and mean proxy loss per batch, on resolved questions only.
+
+    ``truth`` and every ``proxy[method]`` have shape (n_forecasters, n_batches), NaN where a forecaster
+    answered nothing resolved in a batch; ``n`` counts the questions behind each entry. These are the
+    (model, batch) observations that the proxy-scoring paper z-scores within batches and correlates.
+    """
+
+    batches: tuple[Any, ...]
+    truth: FloatArray
+    proxy: Mapping[str, FloatArray]
+    n: NDArray[np.intp]
+
+    def zscored(self) -> BatchScores:
+        """The same observations standardised within each batch across forecasters (population std)."""
+        return BatchScores(
+            self.batches,
+            zscore_within_batches(self.truth),
+            {m: zscore_within_batches(v) for m, v in self.proxy.items()},
+            self.n,
+        )
+
+    def correlations(self, bootstrap: int = 1000, seed: int = 0) -> dict[str, tuple[Correlation, Correlation]]:
+        """Per method, (Pearson, Spearman) between proxy and truth over all pooled (forecaster, batch) entries."""
+        t = self.truth.ravel()
+        return {
+            m: (
+                correlate(v.ravel(), t, bootstrap=bootstrap, seed=seed),
+                correlate(v.ravel(), t, bootstrap=bootstrap, seed=seed, spearman=True),
+            )
+            for m, v in self.proxy.items()
+        }
+
+    def future(
+        self, order: Sequence[Any] | None = None, bootstrap: int = 1000, seed: int = 0
+    ) -> dict[str, Correlation]:
+        """Predicting the next batch: Pearson r of each score on batch T with the truth on batch T + 1.
+
+        Pooled over consecutive pairs of ``order`` (default: the batches sorted) and the forecasters
+        present in both; key ``"truth"`` is the truth on T itself, the baseline a proxy is measured against.
+        """
+        order = list(self.batches if order is None else order)
+        unknown = [b for b in order if b not in self.batches]
+        if unknown or len(order) < 2:
+            raise ScoreInputError(
+                f"predicting the next batch needs two or more of the batches {list(self.batches)}; got {order}"
+            )
+        cols = [self.batches.index(b) for b in order]
+        later = np.concatenate([self.truth[:, b] for b in cols[1:]])
+        sources = {"truth": self.truth, **self.proxy}
+        return {
+            name: correlate(np.concatenate([v[:, a] for a in cols[:-1]]), later, bootstrap=bootstrap, seed=seed)
+            for name, v in sources.items()
+        }
+
+
+def batch_scores(
+    F: ArrayLike,
+    y: ArrayLike,
+    batches: ArrayLike,
+    methods: Sequence[str] = tuple(AGGREGATORS),
+    loo: bool = True,
+    loss: str = "brier",
+    params: Mapping[str, Mapping[str, float]] | None = None,
+) -> BatchScores:
+    """Mean ``loss`` against outcomes and mean quadratic proxy loss per (forecaster, batch).
+
+    As in the proxy-scoring paper, only resolved questions enter, and the aggregate of a question is
+    taken over every forecaster who answered it (without forecaster i itself when ``loo``).
+    """
+    params = params or {}
+    for method in methods:
+        _params(method, params.get(method, {}))  # fail before any work
+    X = forecast_matrix(F)
+    res = _resolutions(y, X.shape[1])
+    keep = ~np.isnan(res)
+    if not keep.any():
+        raise ScoreInputError("no question is resolved: scoring against outcomes needs resolutions")
+    labels = np.asarray(batches)
+    _batch_codes(labels, X.shape)  # shape check before filtering
+    Xr, res = X[:, keep], res[keep]
+    codes, names = _batch_codes(labels[..., keep], Xr.shape)
+    truth, _ = batch_means(_loss_matrix(Xr, res, loss), codes)
+    proxy = {m: batch_means(proxy_losses(Xr, m, loo, **params.get(m, {})), codes)[0] for m in methods}
+    answered = ~np.isnan(Xr)
+    counts = np.stack([np.count_nonzero(answered & (codes == b), axis=1) for b in range(len(names))], axis=1)
+    return BatchScores(tuple(names), truth, proxy, counts)

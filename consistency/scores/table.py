@@ -5,12 +5,15 @@ its resolution (if resolved), an optional weight, batch, market probability, the
 resolved and the time it was scheduled to. Sources: a CSV or JSONL long table, the paper's
 ``ground_truth_results.jsonl`` files, and run directories of ``<Checker>.jsonl`` forecast lines
 (one forecaster each, named after the directory). Problems are reported with the file
-and line, and a (forecaster, question) pair given twice is an error, never silently averaged.
+and line. A (forecaster, question) pair given twice with different forecasts (the paper re-asked
+questions) is an error unless the caller picks a policy (``duplicates``: mean, first or last);
+the table then counts how many pairs the policy merged.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,6 +39,9 @@ COLUMNS = (
     "scheduled_resolution",
 )
 
+#: What to do with a (forecaster, question) pair forecast more than once with different probabilities.
+DUPLICATES = ("error", "mean", "first", "last")
+
 
 @dataclass
 class ForecastTable:
@@ -51,6 +57,7 @@ class ForecastTable:
     resolved_at: np.ndarray  # datetime64[s] or NaT
     scheduled_resolution: np.ndarray  # datetime64[s] or NaT
     sources: list[str] = field(default_factory=list)
+    duplicates: int = 0  # (forecaster, question) pairs with differing forecasts merged by the duplicates policy
 
     def __len__(self) -> int:
         return len(self.prob)
@@ -73,27 +80,61 @@ class ForecastTable:
         return out, f_names, q_names
 
     def select(self, mask: np.ndarray) -> ForecastTable:
-        return ForecastTable(**{name: getattr(self, name)[mask] for name in COLUMNS}, sources=list(self.sources))
+        return ForecastTable(
+            **{name: getattr(self, name)[mask] for name in COLUMNS},
+            sources=list(self.sources),
+            duplicates=self.duplicates,
+        )
 
 
-def build_table(rows: Sequence[dict], sources: Iterable[str] = ()) -> ForecastTable:
+def _check_policy(duplicates: str) -> None:
+    if duplicates not in DUPLICATES:
+        raise ScoreInputError(f"unknown duplicates policy {duplicates!r}; expected one of: {', '.join(DUPLICATES)}")
+
+
+def _merge(first: dict, probs: list[float], duplicates: str) -> dict:
+    """One row standing for a pair forecast several times, by the policy (never called with "error")."""
+    values = [_float(p) for p in probs]
+    prob = {"mean": sum(values) / len(values), "first": values[0], "last": values[-1]}[duplicates]
+    return {**first, "prob": prob, "_merged": 1}
+
+
+def _deduplicate(rows: Sequence[dict], where: list[str], duplicates: str) -> tuple[list[dict], list[str], int]:
+    """Rows with each (forecaster, question) pair once; differing repeats raise or are merged by the policy."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(rows):
+        groups.setdefault((str(r["forecaster"]), str(r["question_id"])), []).append(i)
+    if all(len(g) == 1 for g in groups.values()):
+        return list(rows), where, sum(int(r.get("_merged", 0)) for r in rows)
+    out_rows, out_where, merged = [], [], 0
+    for key, idx in groups.items():
+        first = rows[idx[0]]
+        if len(idx) > 1 and duplicates == "error":
+            raise ScoreInputError(
+                f"{where[idx[1]]}: forecaster {key[0]!r} has a second forecast on question {key[1]!r} "
+                f"(first at {where[idx[0]]}); choose --duplicates mean, first or last to merge repeats"
+            )
+        if len(idx) > 1:
+            first = _merge(first, [rows[i]["prob"] for i in idx], duplicates)
+        merged += int(first.get("_merged", 0))
+        out_rows.append(first)
+        out_where.append(where[idx[0]])
+    return out_rows, out_where, merged
+
+
+def build_table(rows: Sequence[dict], sources: Iterable[str] = (), duplicates: str = "error") -> ForecastTable:
     """Validate rows (dicts with the columns above) into a table; errors name the row's origin.
 
-    Each row may carry ``_where`` (e.g. ``file:line``) used in error messages.
+    Each row may carry ``_where`` (e.g. ``file:line``) used in error messages. A pair forecast twice is
+    an error, or merged by ``duplicates`` (``mean``, ``first``, ``last``; counted in ``table.duplicates``).
     """
+    _check_policy(duplicates)
     where = [r.get("_where", f"row {i + 1}") for i, r in enumerate(rows)]
     for name in ("forecaster", "question_id", "prob"):
         for w, r in zip(where, rows, strict=True):
             if r.get(name) in (None, ""):
                 raise ScoreInputError(f"{w}: missing {name}")
-    seen: dict[tuple[str, str], str] = {}
-    for w, r in zip(where, rows, strict=True):
-        key = (str(r["forecaster"]), str(r["question_id"]))
-        if key in seen:
-            raise ScoreInputError(
-                f"{w}: forecaster {key[0]!r} has a second forecast on question {key[1]!r} (first at {seen[key]})"
-            )
-        seen[key] = w
+    rows, where, merged = _deduplicate(rows, where, duplicates)
     try:
         prob = probabilities([_float(r["prob"]) for r in rows], "prob")
     except ScoreInputError:
@@ -129,6 +170,7 @@ def build_table(rows: Sequence[dict], sources: Iterable[str] = ()) -> ForecastTa
             [_time(r.get("scheduled_resolution"), w) for w, r in zip(where, rows, strict=True)]
         ),
         sources=list(sources),
+        duplicates=merged,
     )
 
 
@@ -200,15 +242,18 @@ def read_ground_truth(path: str | Path, forecaster: str | None = None) -> list[d
     return rows
 
 
-def read_run(directory: str | Path, forecaster: str | None = None) -> list[dict]:
+def read_run(directory: str | Path, forecaster: str | None = None, duplicates: str = "error") -> list[dict]:
     """Rows from a run directory of ``<Checker>.jsonl`` forecast lines (ours, or the paper's).
 
     Every field of every tuple is a forecast on a question; a question met in several tuples with
-    the same forecast is one row, with different forecasts it is an error naming both places.
+    the same forecast is one row; with different forecasts (the paper re-asked questions) it is an
+    error naming both places, or one row merged by ``duplicates`` (marked ``_merged``).
     """
+    _check_policy(duplicates)
     directory = Path(directory)
     name = forecaster or directory.name
     rows: dict[str, dict] = {}
+    probs: dict[str, list[float]] = {}
     for path in sorted(directory.glob("*.jsonl")):
         if check_from_name(path) is None:
             continue
@@ -230,19 +275,51 @@ def read_run(directory: str | Path, forecaster: str | None = None) -> list[dict]
                     "_where": f"{path}:{number} ({slot})",
                 }
                 seen = rows.get(q.id)
-                if seen is not None and seen["prob"] != row["prob"]:
+                if seen is not None and seen["prob"] != row["prob"] and duplicates == "error":
                     raise ScoreInputError(
                         f"{row['_where']}: question {q.id} was forecast {row['prob']} here but {seen['prob']} "
-                        f"at {seen['_where']}"
+                        f"at {seen['_where']}; choose --duplicates mean, first or last to merge repeats"
                     )
                 rows.setdefault(q.id, row)
+                probs.setdefault(q.id, []).append(row["prob"])
     if not rows:
         raise ScoreInputError(f"{directory}: no <Checker>.jsonl forecast lines in this directory")
-    return list(rows.values())
+    return [
+        _merge(row, probs[qid], duplicates) if len(set(probs[qid])) > 1 else row for qid, row in rows.items()
+    ]
 
 
-def load_table(paths: Sequence[str | Path]) -> ForecastTable:
-    """Read long tables, ground-truth files and run directories into one validated table."""
+def json_kind(path: str | Path) -> str | None:
+    """What a (pretty-printed) ``.json`` file holds, for errors that name it; ``None`` when it is not JSON."""
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(obj, dict):
+        return f"JSON {type(obj).__name__}"
+    if "avg_brier_score" in obj:
+        return "ground-truth summary (one forecaster's averages)"
+    if "checks" in obj and "aggregate" in obj:
+        return "`cc score` summary (mean violations per check)"
+    if "overall" in obj:
+        return "per-check statistics file"
+    return "JSON object"
+
+
+def _per_question_only(path: Path) -> ScoreInputError:
+    kind = json_kind(path) or "JSON file"
+    return ScoreInputError(
+        f"{path}: a {kind}, not per-question forecasts; this command needs ground_truth_results.jsonl, "
+        "a run directory or a long table (CSV/JSONL)"
+    )
+
+
+def load_table(paths: Sequence[str | Path], duplicates: str = "error") -> ForecastTable:
+    """Read long tables, ground-truth files and run directories into one validated table.
+
+    ``duplicates`` says what to do with a question forecast twice by one forecaster (see :data:`DUPLICATES`).
+    """
+    _check_policy(duplicates)
     rows: list[dict] = []
     for raw in paths:
         path = Path(raw)
@@ -251,14 +328,18 @@ def load_table(paths: Sequence[str | Path]) -> ForecastTable:
             if found:
                 for file in found:
                     rows += read_ground_truth(file)
+            elif (path / "ground_truth_summary.json").is_file():
+                raise _per_question_only(path / "ground_truth_summary.json")
             else:
-                rows += read_run(path)
+                rows += read_run(path, duplicates=duplicates)
         elif path.name == "ground_truth_results.jsonl":
             rows += read_ground_truth(path)
+        elif path.suffix.lower() == ".json" and path.is_file():
+            raise _per_question_only(path)
         elif path.is_file():
             rows += read_long_table(path)
         else:
             raise ScoreInputError(f"{path}: no such file or directory")
     if not rows:
         raise ScoreInputError("no forecasts found in " + ", ".join(map(str, paths)))
-    return build_table(rows, [str(p) for p in paths])
+    return build_table(rows, [str(p) for p in paths], duplicates)

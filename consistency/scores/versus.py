@@ -36,8 +36,18 @@ def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(denom > 0, (xc * yc).sum(axis=-1) / denom, np.nan)
 
 
-def correlate(x, y, *, bootstrap: int = 1000, seed: int = 0, level: float = 0.95) -> Correlation:
-    """Pearson correlation of paired values with a percentile bootstrap interval."""
+def _ranks(a: np.ndarray) -> np.ndarray:
+    """Average ranks along the last axis (ties share their mean rank), for Spearman's rho."""
+    from scipy.stats import rankdata
+
+    return rankdata(a, axis=-1)
+
+
+def correlate(
+    x, y, *, bootstrap: int = 1000, seed: int = 0, level: float = 0.95, spearman: bool = False
+) -> Correlation:
+    """Pearson (or, with ``spearman``, Spearman rank) correlation of paired values with a percentile bootstrap
+    interval; each bootstrap resample is ranked afresh."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
@@ -47,9 +57,10 @@ def correlate(x, y, *, bootstrap: int = 1000, seed: int = 0, level: float = 0.95
     n = len(x)
     if n < 3:
         return Correlation(np.nan, np.nan, np.nan, n)
-    r = float(pearson_rows(x[None], y[None])[0])
+    rank = _ranks if spearman else (lambda a: a)
+    r = float(pearson_rows(rank(x[None]), rank(y[None]))[0])
     idx = np.random.default_rng(seed).integers(0, n, size=(bootstrap, n))
-    rs = pearson_rows(x[idx], y[idx])
+    rs = pearson_rows(rank(x[idx]), rank(y[idx]))
     rs = rs[np.isfinite(rs)]
     if len(rs) == 0:
         return Correlation(r, np.nan, np.nan, n)
