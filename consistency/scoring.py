@@ -228,6 +228,32 @@ def forecast_files(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
+def run_directories(paths: Sequence[str | Path]) -> list[Path] | None:
+    """The run directories to score one by one, or ``None`` when PATHS are one set of forecasts.
+
+    Several directories of ``<Checker>.jsonl`` files are separate runs (one forecaster each), and a
+    directory holding no such files but subdirectories that do (the paper's ``forecasts/``) stands for
+    those subdirectories; a file among PATHS means everything is scored together, as before.
+    """
+    items = [Path(p) for p in paths]
+    if any(not p.is_dir() for p in items):
+        return None
+    out: list[Path] = []
+    expanded = False
+    for path in items:
+        if any(is_checker_file(f) for f in path.glob("*.jsonl")):
+            out.append(path)
+            continue
+        subdirs = sorted(d for d in path.iterdir() if d.is_dir() and any(is_checker_file(f) for f in d.glob("*.jsonl")))
+        if not subdirs:
+            raise ScoringError(
+                f"{path}: no <Checker>.jsonl forecast files (e.g. NegChecker.jsonl) here or one level down"
+            )
+        out += subdirs
+        expanded = True
+    return out if expanded or len(out) > 1 else None
+
+
 def is_checker_file(path: Path) -> bool:
     try:
         get_check(path.stem)

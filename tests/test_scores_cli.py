@@ -102,7 +102,7 @@ def test_correlate_command(tmp_path, forecasts):
     result = cc("correlate", forecasts, *args, "--max-brier", "1", "--bootstrap", "200", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data) == {"default", "frequentist"}
+    assert {"default", "frequentist", "pairs", "left_out", "aggregate_checks"} <= set(data)
     assert data["default"]["aggregate"]["n"] == 4
     assert data["frequentist"]["aggregate"]["r"] > 0  # noisier forecasters: worse Brier and more violations
     bad = cc("correlate", forecasts, "--scores", "nonsense")

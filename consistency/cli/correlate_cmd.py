@@ -3,82 +3,134 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
-from rich.table import Table
 
-from ..scores import proper
-from ..scores.inputs import ScoreInputError
-from ..scores.table import load_table
-from ..scores.versus import consistency_vs_brier
 from .console import err, escape, out
-
-
-def _violations(run: Path) -> dict[str, dict[str, float]]:
-    """Mean violation per check and metric from a ``cc score`` output directory's summary.json."""
-    path = run / "summary.json" if run.is_dir() else run
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-        checks = summary["checks"]
-    except (OSError, ValueError, KeyError) as exc:
-        raise ScoreInputError(f"{path}: not a `cc score` summary ({exc})") from None
-    return {
-        metric: {
-            c["check"]: c[metric]["avg_violation"] for c in checks.values() if c[metric]["avg_violation"] is not None
-        }
-        for metric in ("default", "frequentist")
-    }
+from .leaderboard_cmd import Duplicates
 
 
 def correlate(
     paths: Annotated[
-        list[Path], typer.Argument(help="Forecasts with resolutions (long tables or ground-truth files).")
+        list[Path],
+        typer.Argument(
+            help="Ground truth (ground_truth_results.jsonl or ground_truth_summary.json files or directories of them, "
+            "long tables) and consistency outputs (`cc score`/`cc evaluate` directories, or directories of them)."
+        ),
     ],
-    scores: Annotated[
-        list[str],
-        typer.Option("--scores", "-s", help="NAME=DIR: a forecaster's `cc score` output (repeat per forecaster)."),
-    ],
+    pairs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pair",
+            "--scores",
+            "-s",
+            help="NAME=DIR: pair ground-truth forecaster NAME with this `cc score` output (overrides automatic pairing).",
+        ),
+    ] = None,
+    checks: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated checks the aggregate averages over; forecasters lacking one are left out."),
+    ] = None,
     max_brier: Annotated[
         float, typer.Option(help="Leave out forecasters worse than this Brier (the paper: 0.25).")
     ] = 0.25,
+    min_questions: Annotated[int, typer.Option(help="Leave out forecasters with fewer resolved questions.")] = 1,
+    duplicates: Duplicates = "error",
     bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples over forecasters.")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Correlate each check's mean violation with the Brier score across forecasters."""
+    from ..checks import get_check
+    from ..scores.inputs import ScoreInputError
+    from ..scores.sources import find_sources, pair, read_consistency
+    from ..scores.versus import consistency_vs_brier
+
+    left_out: dict[str, str] = {}
     try:
-        table = load_table(paths)
-        resolved = np.isfinite(table.resolution)
-        losses = proper.brier(table.prob[resolved], table.resolution[resolved])
-        names = table.forecaster[resolved]
-        brier = {f: float(losses[names == f].mean()) for f in sorted(set(names))}
-        runs: dict[str, dict[str, dict[str, float]]] = {}
-        for item in scores:
+        found = find_sources(paths, duplicates)
+        if found.duplicates:
+            err.print(f"{found.duplicates} repeated forecast(s) merged by --duplicates {duplicates}")
+        overrides = {}
+        for item in pairs or []:
             name, sep, directory = item.partition("=")
             if not sep:
-                raise ScoreInputError(f"--scores {item!r}: expected NAME=DIR")
-            runs[name] = _violations(Path(directory))
+                raise ScoreInputError(f"--pair {item!r}: expected NAME=DIR")
+            overrides[name] = read_consistency(Path(directory))
+        pairing = pair(found.runs, found.truth, overrides, max_brier=max_brier, min_questions=min_questions)
+        left_out.update(pairing.left_out)
+        fixed = None
+        if checks:
+            try:
+                fixed = [get_check(c.strip()).name for c in checks.split(",") if c.strip()]
+            except KeyError as exc:
+                raise ScoreInputError(f"--checks: {exc.args[0]}") from None
+        used = {}
+        for name, run in pairing.pairs.items():
+            have = set(run.violations["default"]) & set(run.violations["frequentist"])
+            missing = sorted(set(fixed or ()) - have)
+            if missing:
+                left_out[name] = f"lacks check(s) {', '.join(missing)} of --checks"
+            else:
+                used[name] = sorted(fixed or have)
+        violations = {
+            metric: {n: {c: pairing.pairs[n].violations[metric][c] for c in used[n]} for n in used}
+            for metric in ("default", "frequentist")
+        }
+        brier = {n: found.truth[n].brier for n in used}
         results = {
-            metric: consistency_vs_brier(
-                {n: r[metric] for n, r in runs.items()}, brier, max_brier=max_brier, bootstrap=bootstrap
-            )
+            metric: consistency_vs_brier(violations[metric], brier, checks=fixed, max_brier=None, bootstrap=bootstrap)
             for metric in ("default", "frequentist")
         }
     except ScoreInputError as exc:
+        for name, reason in left_out.items():
+            err.print(f"  left out {escape(name)}: {escape(reason)}")
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
+    union = sorted({c for cs in used.values() for c in cs})
+    differing = {n: sorted(set(union) - set(cs)) for n, cs in used.items() if set(cs) != set(union)}
+    summary = {
+        metric: {
+            c: {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in vars(r).items()}
+            for c, r in res.items()
+        }
+        for metric, res in results.items()
+    }
+    summary["pairs"] = {
+        n: {"consistency": str(pairing.pairs[n].path), "brier": brier[n], "checks": used[n]} for n in used
+    }
+    summary["aggregate_checks"] = fixed or union
+    summary["left_out"] = left_out
+    for name, missing in differing.items():
+        err.print(
+            f"[yellow]warning[/yellow] {escape(name)} lacks {', '.join(missing)}: the aggregate averages over "
+            "different checks per forecaster; pass --checks to fix the set"
+        )
+    for name, reason in left_out.items():
+        err.print(f"left out {escape(name)}: {escape(reason)}")
     if as_json:
-        out.print_json(json.dumps({m: {c: vars(r) for c, r in res.items()} for m, res in results.items()}))
+        out.print_json(json.dumps(summary))
         return
-    grid = Table(title="Correlation of mean violation with Brier score across forecasters (95% bootstrap CI)")
+    from rich.table import Table
+
+    grid = Table(
+        title="Correlation of mean violation with Brier score across forecasters (95% bootstrap CI)",
+        caption=f"{len(used)} forecasters paired, {len(left_out)} left out; aggregate over "
+        + (
+            "checks " + ", ".join(fixed)
+            if fixed
+            else "each forecaster's checks" + (" (they differ)" if differing else "")
+        ),
+        caption_justify="left",
+    )
     for col in ("check", "arbitrage", "frequentist", "forecasters"):
         grid.add_column(col, justify="left" if col == "check" else "right")
     for check in results["default"]:
         cells = []
         for metric in ("default", "frequentist"):
             r = results[metric].get(check)
-            cells.append("-" if r is None or np.isnan(r.r) else f"{r.r:+.2f} [{r.low:+.2f}, {r.high:+.2f}]")
+            cells.append("-" if r is None or math.isnan(r.r) else f"{r.r:+.2f} [{r.low:+.2f}, {r.high:+.2f}]")
         grid.add_row(check, *cells, str(results["default"][check].n))
     out.print(grid)

@@ -17,7 +17,13 @@ if TYPE_CHECKING:  # the scoring stack (numpy, pydantic models) loads when the c
 
 
 def score(
-    paths: Annotated[list[Path], typer.Argument(help="Forecast files or directories of <Checker>.jsonl files.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Forecast files or directories of <Checker>.jsonl files; several directories (or a directory of "
+            "them) are scored one by one into OUT/<directory name>/."
+        ),
+    ],
     out_dir: Annotated[
         Path | None, typer.Option("--out", "-o", help="Output directory (default: runs/<time>_score_<name>).")
     ] = None,
@@ -34,9 +40,17 @@ def score(
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
     from ..files import DetectionError
     from ..paths import new_run_dir
-    from ..scoring import ScoreParams, ScoringError, score_path, write_report
+    from ..scoring import ScoreParams, ScoringError, run_directories, score_path, write_report
 
     params = ScoreParams(epsilon=epsilon, bootstrap=bootstrap, seed=seed)
+    try:
+        runs = run_directories(paths)
+    except ScoringError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    if runs is not None:
+        _score_runs(runs, out_dir or new_run_dir("score_corpus"), params, check, as_json)
+        return
     try:
         report = score_path(paths, params, check)
         target = write_report(report, out_dir or new_run_dir(f"score_{paths[0].resolve().name.removesuffix('.jsonl')}"))
@@ -51,6 +65,56 @@ def score(
     err.print(f"results written to [bold]{escape(str(target))}[/bold]")
     if not any(f.line_numbers for f in report.files):
         err.print("[red]no line could be scored[/red]")
+        raise typer.Exit(1)
+
+
+def _score_runs(runs: list[Path], out_dir: Path, params: object, check: str | None, as_json: bool) -> None:
+    """Score each run directory on its own into ``out_dir/<name>/``; one failing directory does not stop the rest."""
+    from rich.table import Table
+
+    from ..files import DetectionError
+    from ..scoring import ScoringError, score_path, write_report
+
+    names = [r.name for r in runs]
+    if len(set(names)) != len(names):
+        err.print("[red]error[/red] two run directories share a name; score them into different --out directories")
+        raise typer.Exit(2)
+    grid = Table(title=f"Consistency violations per run ({len(runs)} directories; arbitrage in nats)")
+    for col in ("run", "checks", "tuples", "arbitrage avg", "arb. violated", "frequentist avg", "freq. violated"):
+        grid.add_column(col, justify="left" if col == "run" else "right")
+    summaries: dict[str, object] = {}
+    failed = 0
+    for run in runs:
+        try:
+            report = score_path(run, params, check)  # type: ignore[arg-type]
+            write_report(report, out_dir / run.name)
+        except (ScoringError, DetectionError, KeyError, OSError, ValueError) as exc:
+            failed += 1
+            err.print(f"[red]error[/red] {escape(str(exc))}")
+            continue
+        agg = report.aggregate()
+        summaries[run.name] = report.summary()
+        grid.add_row(
+            escape(run.name),
+            str(len(report.files)),
+            str(agg["default"]["num_samples"]),
+            fmt(agg["default"]["avg_violation"]),
+            pct(agg["default"]["fraction_violated"]),
+            fmt(agg["frequentist"]["avg_violation"]),
+            pct(agg["frequentist"]["fraction_violated"]),
+        )
+        if report.errors:
+            err.print(
+                f"[yellow]{escape(run.name)}: {len(report.errors)} line error(s)[/yellow] (listed in its summary.json)"
+            )
+    if as_json:
+        out.print_json(json.dumps(summaries))
+    else:
+        out.print(grid)
+    err.print(
+        f"results written to [bold]{escape(str(out_dir))}[/bold]/<run>/ ({len(runs) - failed} of {len(runs)} scored)"
+    )
+    if failed:
         raise typer.Exit(1)
 
 

@@ -284,9 +284,7 @@ def read_run(directory: str | Path, forecaster: str | None = None, duplicates: s
                 probs.setdefault(q.id, []).append(row["prob"])
     if not rows:
         raise ScoreInputError(f"{directory}: no <Checker>.jsonl forecast lines in this directory")
-    return [
-        _merge(row, probs[qid], duplicates) if len(set(probs[qid])) > 1 else row for qid, row in rows.items()
-    ]
+    return [_merge(row, probs[qid], duplicates) if len(set(probs[qid])) > 1 else row for qid, row in rows.items()]
 
 
 def json_kind(path: str | Path) -> str | None:
@@ -328,8 +326,8 @@ def load_table(paths: Sequence[str | Path], duplicates: str = "error") -> Foreca
             if found:
                 for file in found:
                     rows += read_ground_truth(file)
-            elif (path / "ground_truth_summary.json").is_file():
-                raise _per_question_only(path / "ground_truth_summary.json")
+            elif summaries := sorted(path.rglob("ground_truth_summary.json")):
+                raise _per_question_only(summaries[0])
             else:
                 rows += read_run(path, duplicates=duplicates)
         elif path.name == "ground_truth_results.jsonl":

@@ -1,0 +1,229 @@
+"""What directories hold for the cross-forecaster commands, and which outputs belong to one forecaster.
+
+``cc correlate GT_DIR SCORED_DIR`` is given ground-truth results (per question, or only a summary with
+the forecaster's mean Brier score) and consistency outputs (``cc score`` or ``cc evaluate`` directories
+with a ``summary.json``) for many forecasters at once. Each output is named by the forecaster recorded
+in its ``run.json``, else by the directory it scored, else by its own directory; names are paired after
+normalising case, ``-`` versus ``_`` and the paper's split suffixes (``_tuples_scraped``,
+``_20240501_20240815``), so the published ``BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped`` pairs
+with ``BasicForecaster_gpt4o-mini-2024-07-18_20240501_20240815``. Everything left out is listed with why.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import proper
+from .inputs import ScoreInputError
+from .table import load_table
+
+_SPLIT = re.compile(r"(_tuples(_[a-z0-9]+)*|_\d{8}_\d{8})$")
+
+
+def pair_key(name: str) -> str:
+    """The name two outputs of one forecaster share: lower case, ``_`` for ``-``/space, no split suffix."""
+    key = re.sub(r"[-\s]+", "_", name.strip().lower())
+    while (stripped := _SPLIT.sub("", key)) != key:
+        key = stripped
+    return key
+
+
+@dataclass
+class ConsistencyRun:
+    """Mean violation per check and metric (``default`` = arbitrage, ``frequentist``) of one forecaster."""
+
+    path: Path
+    names: list[str]  # recorded forecaster name, scored directory's name, own directory's name
+    violations: dict[str, dict[str, float]]
+
+    @property
+    def name(self) -> str:
+        return self.names[0]
+
+
+@dataclass
+class Truth:
+    """One forecaster's mean Brier score and the number of resolved questions behind it."""
+
+    brier: float
+    questions: int
+    source: str
+    aliases: list[str] = field(default_factory=list)  # e.g. the forecaster recorded in the run's run.json
+
+
+@dataclass
+class Sources:
+    runs: list[ConsistencyRun] = field(default_factory=list)
+    truth: dict[str, Truth] = field(default_factory=dict)
+    duplicates: int = 0  # repeated forecasts merged by the duplicates policy
+
+
+def _json(path: Path) -> dict | None:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def read_consistency(path: str | Path) -> ConsistencyRun:
+    """A ``cc score``/``cc evaluate`` output directory (or its ``summary.json``)."""
+    path = Path(path)
+    summary_path = path / "summary.json" if path.is_dir() else path
+    summary = _json(summary_path)
+    if summary is None or not isinstance(summary.get("checks"), dict):
+        raise ScoreInputError(f"{summary_path}: not a `cc score` summary (run `cc score` on the forecasts first)")
+    directory = summary_path.parent
+    names = []
+    meta = _json(directory / "run.json") or {}
+    recorded = meta.get("forecaster")
+    if isinstance(recorded, dict) and recorded.get("name"):
+        names.append(str(recorded["name"]))
+    inputs = summary.get("inputs") or []
+    if len(inputs) == 1:
+        names.append(Path(inputs[0]).name)
+    names.append(directory.name)
+    try:
+        violations = {
+            metric: {
+                c["check"]: c[metric]["avg_violation"]
+                for c in summary["checks"].values()
+                if c[metric]["avg_violation"] is not None
+            }
+            for metric in ("default", "frequentist")
+        }
+    except (KeyError, TypeError) as exc:
+        raise ScoreInputError(f"{summary_path}: not a `cc score` summary (missing {exc})") from None
+    return ConsistencyRun(directory, list(dict.fromkeys(names)), violations)
+
+
+def _is_consistency(path: Path) -> bool:
+    summary = _json(path)
+    return summary is not None and isinstance(summary.get("checks"), dict) and "aggregate" in summary
+
+
+def find_sources(paths: Sequence[str | Path], duplicates: str = "error") -> Sources:
+    """Sort PATHS (files or directories, searched recursively) into consistency outputs and ground truth.
+
+    Per-question ground truth (``ground_truth_results.jsonl``, long tables) gives each forecaster's mean
+    Brier score over resolved questions; a ``ground_truth_summary.json`` without results beside it gives
+    the stored mean, which is all the correlation needs.
+    """
+    found = Sources()
+    per_question: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise ScoreInputError(f"{path}: no such file or directory")
+        if path.is_file():
+            if path.name == "ground_truth_summary.json":
+                _add_summary(found, path)
+            elif path.suffix.lower() == ".json":
+                if not _is_consistency(path):
+                    raise ScoreInputError(f"{path}: neither a `cc score` summary nor a ground-truth summary")
+                found.runs.append(read_consistency(path))
+            else:
+                per_question.append(path)
+            continue
+        summaries = sorted(p for p in path.rglob("summary.json") if _is_consistency(p))
+        results = sorted(path.rglob("ground_truth_results.jsonl"))
+        truth_summaries = [  # a summary is used only where the per-question results are not beside it
+            p for p in sorted(path.rglob("ground_truth_summary.json")) if p.parent not in {r.parent for r in results}
+        ]
+        found.runs += [read_consistency(p) for p in summaries]
+        per_question += results
+        for p in truth_summaries:
+            _add_summary(found, p)
+        if not (summaries or results or truth_summaries):
+            raise ScoreInputError(
+                f"{path}: holds no `cc score` summary.json, ground_truth_results.jsonl or ground_truth_summary.json "
+                "(score forecast directories with `cc score` first)"
+            )
+    if per_question:
+        table = load_table(per_question, duplicates)
+        found.duplicates = table.duplicates
+        resolved = np.isfinite(table.resolution)
+        losses = proper.brier(table.prob[resolved], table.resolution[resolved])
+        names = table.forecaster[resolved]
+        where = ", ".join(table.sources)
+        for name in sorted(set(table.forecaster.tolist())):
+            mine = losses[names == name]
+            found.truth[name] = Truth(float(mine.mean()) if len(mine) else float("nan"), len(mine), where)
+        for results in per_question:
+            recorded = (_json(results.parent / "run.json") or {}).get("forecaster")
+            if results.name == "ground_truth_results.jsonl" and isinstance(recorded, dict) and recorded.get("name"):
+                if results.parent.name in found.truth:
+                    found.truth[results.parent.name].aliases.append(str(recorded["name"]))
+    return found
+
+
+def _add_summary(found: Sources, path: Path) -> None:
+    summary = _json(path)
+    if summary is None or "avg_brier_score" not in summary:
+        raise ScoreInputError(f"{path}: not a ground-truth summary (no avg_brier_score)")
+    brier = summary["avg_brier_score"]
+    questions = summary.get("scored", summary.get("total_questions", 0))
+    found.truth[path.parent.name] = Truth(
+        float("nan") if brier is None else float(brier), int(questions or 0), str(path)
+    )
+
+
+@dataclass(frozen=True)
+class Pairing:
+    pairs: dict[str, ConsistencyRun]  # ground-truth forecaster -> its consistency output
+    left_out: dict[str, str]  # forecaster or output -> reason
+
+
+def pair(
+    runs: Sequence[ConsistencyRun],
+    truth: Mapping[str, Truth],
+    overrides: Mapping[str, ConsistencyRun] | None = None,
+    *,
+    max_brier: float | None = 0.25,
+    min_questions: int = 1,
+) -> Pairing:
+    """Pair each ground-truth forecaster with its consistency output; say why anything is left out."""
+    overrides = dict(overrides or {})
+    left: dict[str, str] = {}
+    by_key: dict[str, list[str]] = {}
+    for name, t in truth.items():
+        for alias in {pair_key(a) for a in [name, *t.aliases]}:
+            by_key.setdefault(alias, []).append(name)
+    pairs: dict[str, ConsistencyRun] = {}
+    for name, run in overrides.items():
+        if name not in truth:
+            left[name] = f"--pair {name}: no ground-truth forecaster of that name (known: {', '.join(truth)})"
+        else:
+            pairs[name] = run
+    taken = {r.path.resolve() for r in pairs.values()}
+    for run in runs:
+        if run.path.resolve() in taken:
+            continue
+        matches = sorted({m for n in run.names for m in by_key.get(pair_key(n), [])} - set(overrides))
+        if len(matches) == 1 and matches[0] not in pairs:
+            pairs[matches[0]] = run
+        elif len(matches) > 1:
+            left[str(run.path)] = f"consistency output matches several forecasters ({', '.join(matches)}): use --pair"
+        elif matches:
+            left[str(run.path)] = f"a second consistency output for {matches[0]} (first: {pairs[matches[0]].path})"
+        else:
+            left[str(run.path)] = f"consistency output '{run.name}' matches no ground-truth forecaster"
+    for name in truth:
+        if name not in pairs:
+            left[name] = "no consistency output matches this forecaster"
+    for name in list(pairs):
+        t = truth[name]
+        if t.questions < min_questions or np.isnan(t.brier):
+            left[name] = f"too few resolved questions ({t.questions} < {min_questions})"
+        elif max_brier is not None and t.brier > max_brier:
+            left[name] = f"Brier {t.brier:.4f} above --max-brier {max_brier}"
+        else:
+            continue
+        del pairs[name]
+    return Pairing(pairs, left)

@@ -1,0 +1,140 @@
+"""`cc correlate GT_DIR SCORED_DIR`: outputs paired with forecasters by name, left-outs listed with reasons,
+ground-truth summaries accepted, differing check sets reported; `cc score` over many run directories."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from consistency.cli import app
+from consistency.datasets import sample_dir
+from consistency.jsonl import iter_json_lines
+from consistency.scores.sources import pair_key
+
+from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
+
+NOISE = {"alpha": 0.02, "beta-1": 0.08, "gamma": 0.15, "delta": 0.25, "eps": 0.35}
+
+
+def run(*args: object) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_pair_key_normalises_the_papers_names():
+    tuples = pair_key("BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped")
+    assert tuples == pair_key("BasicForecaster_gpt4o-mini-2024-07-18_20240501_20240815")
+    assert pair_key("CoT-GPT4o") == pair_key("cot_gpt4o") != pair_key("cot_gpt4o_mini")
+
+
+@pytest.fixture(scope="module")
+def paper(tmp_path_factory) -> Path:
+    """The paper's flat layout: tuple directories and ground-truth directories named differently per forecaster."""
+    root = tmp_path_factory.mktemp("paper")
+    rng = np.random.default_rng(3)
+    source = sample_dir() / "forecasts"
+    questions = {}
+    for path in source.glob("*.jsonl"):
+        for _, obj in iter_json_lines(path):
+            for entry in obj["line"].values():
+                questions.setdefault(entry["question"]["id"], entry["question"])
+    truth = {qid: rng.random() for qid in questions}
+    outcome = {qid: bool(rng.random() < p) for qid, p in truth.items()}
+    for name, noise in NOISE.items():
+        tuples = root / "forecasts" / f"Basic_{name.replace('-', '_')}_tuples_scraped"
+        tuples.mkdir(parents=True)
+        for path in source.glob("*.jsonl"):
+            if name == "eps" and path.name == "NegChecker.jsonl":
+                continue  # one forecaster lacks a check
+            lines = []
+            for _, obj in iter_json_lines(path):
+                for entry in obj["line"].values():
+                    p = entry["forecast"]["prob"]
+                    entry["forecast"]["prob"] = float(np.clip(p + rng.normal(0, noise), 0.01, 0.99))
+                lines.append(json.dumps(obj))
+            (tuples / path.name).write_text("\n".join(lines) + "\n")
+        gt = root / "forecasts" / f"Basic_{name}_20240501_20240815"
+        gt.mkdir()
+        records = []
+        for qid, q in questions.items():
+            p = float(np.clip(truth[qid] + rng.normal(0, noise), 0.01, 0.99))
+            records.append(json.dumps({"question": {**q, "resolution": outcome[qid]}, "forecast": {"prob": p}}))
+        (gt / "ground_truth_results.jsonl").write_text("\n".join(records) + "\n")
+    orphan = root / "forecasts" / "Basic_zeta_20240501_20240815"  # ground truth only: left out, with the reason
+    shutil.copytree(root / "forecasts" / "Basic_gamma_20240501_20240815", orphan)
+    return root
+
+
+def test_score_many_directories_then_correlate_pairs_them(paper, tmp_path):
+    scored = tmp_path / "scored"
+    code, stdout, stderr = run("score", paper / "forecasts", "-o", scored)
+    assert code == 0, stderr
+    assert sorted(p.name for p in scored.iterdir()) == sorted(
+        f"Basic_{n.replace('-', '_')}_tuples_scraped" for n in NOISE
+    )
+    assert "5 of 5 scored" in stderr
+    code, stdout, stderr = run("correlate", paper / "forecasts", scored, "--max-brier", 1, "--bootstrap", 50, "--json")
+    assert code == 0, stderr
+    got = json.loads(stdout)
+    assert set(got["pairs"]) == {f"Basic_{n}_20240501_20240815" for n in NOISE}
+    assert got["left_out"] == {"Basic_zeta_20240501_20240815": "no consistency output matches this forecaster"}
+    assert "left out Basic_zeta_20240501_20240815: no consistency output" in stderr
+    # the forecaster without NEGATION: warned about, and the aggregate names the checks it used
+    assert "Basic_eps_20240501_20240815 lacks NEGATION" in stderr and "--checks" in stderr
+    assert got["pairs"]["Basic_eps_20240501_20240815"]["checks"] == sorted(set(got["aggregate_checks"]) - {"NEGATION"})
+    # --checks fixes the set: the forecaster lacking one is left out with the reason
+    code, stdout, stderr = run(
+        "correlate", paper / "forecasts", scored, "--max-brier", 1, "--bootstrap", 50, "--json", "--checks", "neg,cond"
+    )
+    got = json.loads(stdout)
+    assert got["aggregate_checks"] == ["NEGATION", "COND"]
+    assert got["left_out"]["Basic_eps_20240501_20240815"] == "lacks check(s) NEGATION of --checks"
+    assert "warning" not in stderr
+    # --max-brier and --min-questions reasons; --pair overrides the automatic pairing
+    code, stdout, stderr = run("correlate", paper / "forecasts", scored, "--max-brier", 0.0, "--json")
+    assert code == 2 and "above --max-brier 0.0" in stderr and "need at least 3 forecasters" in stderr
+    code, stdout, stderr = run("correlate", paper / "forecasts", scored, "--min-questions", 10_000)
+    assert code == 2 and "too few resolved questions" in stderr
+    override = f"Basic_zeta_20240501_20240815={scored / 'Basic_gamma_tuples_scraped'}"
+    code, stdout, stderr = run(
+        "correlate", paper / "forecasts", scored, "--max-brier", 1, "--bootstrap", 50, "--json", "--pair", override
+    )
+    got = json.loads(stdout)
+    assert got["pairs"]["Basic_zeta_20240501_20240815"]["consistency"].endswith("Basic_gamma_tuples_scraped")
+    assert "Basic_gamma_20240501_20240815" in got["left_out"]
+
+
+def test_ground_truth_summaries_suffice_for_correlate(paper, tmp_path):
+    """Only per-forecaster Brier scores (the published NewsAPI set has no per-question files)."""
+    scored = tmp_path / "scored"
+    assert run("score", paper / "forecasts", "-o", scored)[0] == 0
+    code, stdout, _ = run("correlate", paper / "forecasts", scored, "--max-brier", 1, "--bootstrap", 20, "--json")
+    full = json.loads(stdout)
+    summaries = tmp_path / "summaries"
+    for name, pair in full["pairs"].items():
+        (summaries / name).mkdir(parents=True)
+        (summaries / name / "ground_truth_summary.json").write_text(
+            json.dumps({"total_questions": 30, "avg_brier_score": pair["brier"]}, indent=4)  # pretty-printed
+        )
+    code, stdout, stderr = run("correlate", summaries, scored, "--max-brier", 1, "--bootstrap", 20, "--json")
+    assert code == 0, stderr
+    got = json.loads(stdout)
+    assert got["default"]["aggregate"]["r"] == pytest.approx(full["default"]["aggregate"]["r"], abs=1e-12)
+    code, _, stderr = run("leaderboard", summaries)
+    assert code == 2 and "ground-truth summary" in stderr and "not per-question forecasts" in stderr
+
+
+@needs_reference
+def test_published_directories_pair_by_normalised_name(tmp_path):
+    scored = tmp_path / "scored"
+    assert run("score", FORECASTS, FORECASTS.parent.parent / "tuples_2028", "-o", scored)[0] != 0  # tuples, not forecasts
+    code, _, stderr = run("score", FORECASTS, "-o", scored / FORECASTS.name)
+    assert code == 0, stderr
+    code, stdout, stderr = run("correlate", GROUND_TRUTH_RUN, scored, "--json")
+    assert code == 2 and "need at least 3 forecasters" in stderr  # one published forecaster: paired, too few
+    assert "left out" not in stderr
