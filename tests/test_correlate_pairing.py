@@ -9,14 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
 from typer.testing import CliRunner
 
 from consistency.cli import app
 from consistency.datasets import sample_dir
 from consistency.jsonl import iter_json_lines
 from consistency.scores.sources import pair_key
-
-from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
 
 NOISE = {"alpha": 0.02, "beta-1": 0.08, "gamma": 0.15, "delta": 0.25, "eps": 0.35}
 
@@ -132,9 +131,10 @@ def test_ground_truth_summaries_suffice_for_correlate(paper, tmp_path):
 @needs_reference
 def test_published_directories_pair_by_normalised_name(tmp_path):
     scored = tmp_path / "scored"
-    assert run("score", FORECASTS, FORECASTS.parent.parent / "tuples_2028", "-o", scored)[0] != 0  # tuples, not forecasts
+    tuples = FORECASTS.parent.parent / "tuples_2028"
+    assert run("score", FORECASTS, tuples, "-o", scored)[0] != 0  # tuples, not forecasts
     code, _, stderr = run("score", FORECASTS, "-o", scored / FORECASTS.name)
     assert code == 0, stderr
-    code, stdout, stderr = run("correlate", GROUND_TRUTH_RUN, scored, "--json")
+    code, _, stderr = run("correlate", GROUND_TRUTH_RUN, scored, "--json")
     assert code == 2 and "need at least 3 forecasters" in stderr  # one published forecaster: paired, too few
     assert "left out" not in stderr

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import FORECASTS as REF_FORECASTS
+from reference import GROUND_TRUTH_RUN as REF_GROUND_TRUTH
+from reference import needs_reference
 from typer.testing import CliRunner
 
 from consistency.checks.builtin import BUILTIN_CHECKS
@@ -26,9 +29,6 @@ from consistency.llm import LLMSettings
 from consistency.scoring import score_path
 from consistency.testing import Fault, ScriptedServer, every_nth, probability_rule
 
-from reference import FORECASTS as REF_FORECASTS
-from reference import GROUND_TRUTH_RUN as REF_GROUND_TRUTH
-from reference import needs_reference
 FAST = LLMSettings(timeout=5, max_backoff=0.05, max_connections=16)
 RESULT_FILES = ("summary.json", "forecasts.jsonl")
 

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
 from typer.testing import CliRunner
 
 from consistency.cli import app
-
-from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
 
 NOISE = (0.03, 0.08, 0.15, 0.25, 0.4, 0.6)
 

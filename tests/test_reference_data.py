@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import FORECASTS, REFERENCE, needs_reference
 
 from consistency.checks import get_check
 from consistency.files import FileKind, detect, validate_file
 from consistency.scoring import score_path
-
-from reference import FORECASTS, REFERENCE, needs_reference
 
 pytestmark = needs_reference
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference import GROUND_TRUTH, needs_reference
 
 from consistency.scores.inputs import ScoreInputError
 from consistency.scores.proper import (
@@ -30,7 +31,6 @@ from consistency.scores.proper import (
     zero_one,
 )
 
-from reference import GROUND_TRUTH, needs_reference
 P = [0.0, 0.2, 0.5, 0.7, 1.0, 0.9]
 Y = [1, 0, 1, "yes", True, "no"]
 

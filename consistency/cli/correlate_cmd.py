@@ -27,7 +27,7 @@ def correlate(
             "--pair",
             "--scores",
             "-s",
-            help="NAME=DIR: pair ground-truth forecaster NAME with this `cc score` output (overrides automatic pairing).",
+            help="NAME=DIR: pair forecaster NAME with this `cc score` output (overrides the automatic pairing).",
         ),
     ] = None,
     checks: Annotated[

@@ -13,6 +13,7 @@ import ast
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import click
 import typer
@@ -48,21 +49,22 @@ class LazyEntry:
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name == self.attribute:
                 return ast.get_docstring(node)
-            if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == self.attribute for t in node.targets
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and any(isinstance(t, ast.Name) and t.id == self.attribute for t in node.targets)
             ):
-                if isinstance(node.value, ast.Call):
-                    for kw in node.value.keywords:
-                        if kw.arg == "help" and isinstance(kw.value, ast.Constant):
-                            return str(kw.value.value)
+                for kw in node.value.keywords:
+                    if kw.arg == "help" and isinstance(kw.value, ast.Constant):
+                        return str(kw.value.value)
         return None
 
 
 class _LazyGroup(TyperGroup):
     """A click group that resolves registered names to real commands on first use."""
 
-    lazy: dict[str, LazyEntry] = {}
-    typer_settings: dict[str, object] = {}
+    lazy: ClassVar[dict[str, LazyEntry]] = {}  # set per app by LazyTyper
+    typer_settings: ClassVar[dict[str, object]] = {}
     _listing = False
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -196,7 +196,7 @@ def _print(summary: dict[str, Any], raw: BatchScores, forecasters: list[str], lo
     out.print(per)
     scaled = "within-batch z-scores" if summary["zscore"] else "raw scores"
     main = Table(
-        title=f"Proxy ({summary['variant']}) versus {loss} across (forecaster, batch) pairs, {scaled} (95% bootstrap CI)"
+        title=f"Proxy ({summary['variant']}) versus {loss} over (forecaster, batch) pairs, {scaled} (95% bootstrap CI)"
     )
     for col in ("aggregator", "Pearson r", "Spearman ρ", "pairs"):
         main.add_column(col, justify="left" if col == "aggregator" else "right")

@@ -40,9 +40,9 @@ FloatArray = NDArray[np.float64]
 __all__ = [
     "AGGREGATORS",
     "LOSSES",
+    "BatchScores",
     "CorrelationTable",
     "aggregate",
-    "BatchScores",
     "batch_means",
     "batch_scores",
     "extremized_mean",

@@ -157,9 +157,9 @@ def find_sources(paths: Sequence[str | Path], duplicates: str = "error") -> Sour
             found.truth[name] = Truth(float(mine.mean()) if len(mine) else float("nan"), len(mine), where)
         for results in per_question:
             recorded = (_json(results.parent / "run.json") or {}).get("forecaster")
-            if results.name == "ground_truth_results.jsonl" and isinstance(recorded, dict) and recorded.get("name"):
-                if results.parent.name in found.truth:
-                    found.truth[results.parent.name].aliases.append(str(recorded["name"]))
+            named = isinstance(recorded, dict) and recorded.get("name")
+            if results.name == "ground_truth_results.jsonl" and named and results.parent.name in found.truth:
+                found.truth[results.parent.name].aliases.append(str(recorded["name"]))
     return found
 
 
