@@ -11,7 +11,7 @@ import typer
 from ..scores.inputs import ScoreInputError
 from ..scores.ranking import compare as compare_two
 from .console import err, escape, out
-from .leaderboard_cmd import SOURCES_HELP, AsOf, Duplicates, load_forecasts
+from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
 
 def compare(

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from .console import err, escape, out
-from .leaderboard_cmd import Duplicates
+from .table_options import Duplicates
 
 
 def correlate(

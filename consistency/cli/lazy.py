@@ -13,10 +13,16 @@ import ast
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-import click
 import typer
+
+try:  # typer >= 0.2x carries its own copy of click
+    from typer._click.core import Command, Context
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import Command, Context  # type: ignore[no-redef]
+
+__all__ = ["Command", "Context", "LazyTyper"]
 from typer.core import TyperGroup
 from typer.main import get_command_from_info, get_group
 from typer.models import CommandInfo
@@ -67,37 +73,37 @@ class _LazyGroup(TyperGroup):
     typer_settings: ClassVar[dict[str, object]] = {}
     _listing = False
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: Context, formatter: Any) -> None:
         self._listing = True
         try:
             super().format_help(ctx, formatter)
         finally:
             self._listing = False
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         return [*self.lazy, *(n for n in super().list_commands(ctx) if n not in self.lazy)]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         # The help listing asks for every command: a stand-in with the docstring avoids importing them all.
         if cmd_name in self.lazy and cmd_name not in self.commands:
             if ctx.resilient_parsing or self._listing:
                 text = self.lazy[cmd_name].help_from_source()
                 if text is not None:
-                    return click.Command(cmd_name, help=text)
+                    return Command(cmd_name, help=text)
             return self.load(cmd_name)
         return super().get_command(ctx, cmd_name)
 
-    def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[override]
+    def resolve_command(self, ctx: Context, args: list[str]):  # type: ignore[override]
         if args and args[0] in self.lazy:
             self.load(args[0])
         return super().resolve_command(ctx, args)
 
-    def load(self, name: str) -> click.Command:
+    def load(self, name: str) -> Command:
         """Import the command ``name`` and add it to the group (once)."""
         if name not in self.commands:
             obj = self.lazy[name].load()
             if isinstance(obj, typer.Typer):
-                command: click.Command = get_group(obj)
+                command: Command = get_group(obj)
                 command.name = name
             else:
                 command = get_command_from_info(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -13,33 +12,8 @@ from rich.table import Table
 from ..scores.inputs import ScoreInputError
 from ..scores.ranking import METHODS, hold_back_early_closers
 from ..scores.ranking import leaderboard as rank
-from ..scores.table import DUPLICATES, ForecastTable, load_table
 from .console import err, escape, fmt, out
-
-AsOf = Annotated[
-    datetime | None, typer.Option("--as-of", help="Hold back questions that resolved before their scheduled date.")
-]
-SOURCES_HELP = (
-    "Long tables (CSV/JSONL: forecaster, question_id, prob, resolution, ...) or ground_truth_results.jsonl files/dirs."
-)
-Duplicates = Annotated[
-    str,
-    typer.Option(
-        "--duplicates",
-        help=f"A question one forecaster answered twice differently (the paper re-asked): {'|'.join(DUPLICATES)}.",
-    ),
-]
-
-
-def load_forecasts(paths: list[Path], duplicates: str = "error") -> ForecastTable:
-    """The long table of PATHS, saying on stderr how many repeated forecasts the policy merged."""
-    table = load_table(paths, duplicates)
-    if table.duplicates:
-        err.print(
-            f"{table.duplicates} (forecaster, question) pair(s) had differing repeated forecasts: "
-            f"merged by --duplicates {duplicates}"
-        )
-    return table
+from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
 
 def leaderboard(

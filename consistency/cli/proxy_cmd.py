@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .console import err, escape, out
-from .leaderboard_cmd import SOURCES_HELP, Duplicates
+from .table_options import SOURCES_HELP, Duplicates
 
 if TYPE_CHECKING:
     from ..scores.proxy import BatchScores
@@ -95,7 +95,7 @@ def _load(paths: list[Path], batches: str, duplicates: str) -> ForecastTable:
     import numpy as np
 
     from ..scores.table import COLUMNS, ForecastTable
-    from .leaderboard_cmd import load_forecasts
+    from .table_options import load_forecasts
 
     if batches != "source":
         table = load_forecasts(paths, duplicates)

@@ -1,0 +1,45 @@
+"""Arguments shared by the commands that read forecasts as a long table (leaderboard, compare, proxy,
+correlate); light to import, so that each command's ``--help`` stays fast."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .console import err
+
+if TYPE_CHECKING:
+    from ..scores.table import ForecastTable
+
+#: Kept in step with ``scores.table.DUPLICATES`` (checked by a test); listed here so --help imports no numpy.
+DUPLICATES = ("error", "mean", "first", "last")
+
+AsOf = Annotated[
+    datetime | None, typer.Option("--as-of", help="Hold back questions that resolved before their scheduled date.")
+]
+SOURCES_HELP = (
+    "Long tables (CSV/JSONL: forecaster, question_id, prob, resolution, ...) or ground_truth_results.jsonl files/dirs."
+)
+Duplicates = Annotated[
+    str,
+    typer.Option(
+        "--duplicates",
+        help=f"A question one forecaster answered twice differently (the paper re-asked): {'|'.join(DUPLICATES)}.",
+    ),
+]
+
+
+def load_forecasts(paths: list[Path], duplicates: str = "error") -> ForecastTable:
+    """The long table of PATHS, saying on stderr how many repeated forecasts the policy merged."""
+    from ..scores.table import load_table
+
+    table = load_table(paths, duplicates)
+    if table.duplicates:
+        err.print(
+            f"{table.duplicates} (forecaster, question) pair(s) had differing repeated forecasts: "
+            f"merged by --duplicates {duplicates}"
+        )
+    return table
