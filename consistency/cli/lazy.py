@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
     from click import Command, Context  # type: ignore[no-redef]
 
 __all__ = ["Command", "Context", "LazyTyper"]
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 from typer.main import get_command_from_info, get_group
 from typer.models import CommandInfo
 
@@ -89,7 +89,7 @@ class _LazyGroup(TyperGroup):
             if ctx.resilient_parsing or self._listing:
                 text = self.lazy[cmd_name].help_from_source()
                 if text is not None:
-                    return Command(cmd_name, help=text)
+                    return TyperCommand(cmd_name, help=text)
             return self.load(cmd_name)
         return super().get_command(ctx, cmd_name)
 
