@@ -198,3 +198,29 @@ def test_published_run_directory_needs_a_duplicates_policy():
 def test_summary_file_is_named_when_per_question_forecasts_are_needed():
     code, _, stderr = run("leaderboard", GROUND_TRUTH_RUN / "ground_truth_summary.json")
     assert code == 2 and "ground-truth summary" in stderr and "invalid JSON" not in stderr
+
+
+def test_batches_from_the_papers_split_directory_names(tmp_path):
+    """Ground-truth directories named <forecaster>_<date range>, one per split, as published."""
+    from consistency.datasets import sample_dir
+    from consistency.jsonl import iter_json_lines
+
+    questions = []
+    for _, obj in iter_json_lines(sample_dir() / "forecasts" / "AndChecker.jsonl"):
+        questions += [e["question"] for e in obj["line"].values()]
+    rng = np.random.default_rng(5)
+    for split, part in (("20240101_20240201", questions[:4]), ("20240301_20240401", questions[4:])):
+        for k in range(4):
+            d = tmp_path / f"Model-{k}_{split}"
+            d.mkdir()
+            lines = [
+                json.dumps({"question": {**q, "resolution": bool(i % 2)}, "forecast": {"prob": float(rng.random())}})
+                for i, q in enumerate(part)
+            ]
+            (d / "ground_truth_results.jsonl").write_text("\n".join(lines) + "\n")
+    code, stdout, stderr = run("proxy", tmp_path, "--batches", "split", "--json", "--bootstrap", 10)
+    assert code == 0, stderr
+    got = json.loads(stdout)
+    assert got["batches"] == ["20240101_20240201", "20240301_20240401"]
+    assert {r["forecaster"] for r in got["forecasters"]} == {f"Model-{k}" for k in range(4)}
+    assert got["next_batch"]["truth"]["n"] == 4

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from ..scores.versus import Correlation
 
 AGGREGATORS = ("mean", "median", "extremized_mean", "logit_pool")
-BATCHES = ("batch", "source", "none")
+BATCHES = ("batch", "source", "split", "none")
 
 
 def proxy(
@@ -39,7 +39,7 @@ def proxy(
         typer.Option(
             "--batches",
             help="Where batches come from: `batch` (the table's batch column), `source` (each PATH is a batch), "
-            "`none` (one batch).",
+            "`split` (the paper's directory names: forecaster_<split>, e.g. _20240501_20240815), `none` (one batch).",
         ),
     ] = "batch",
     zscore: Annotated[
@@ -101,6 +101,12 @@ def _load(paths: list[Path], batches: str, duplicates: str) -> ForecastTable:
         table = load_forecasts(paths, duplicates)
         if batches == "none":
             table.batch[:] = ""
+        elif batches == "split":
+            from ..scores.sources import split_name
+
+            names = {n: split_name(n) for n in set(table.forecaster.tolist())}
+            table.batch = np.array([names[n][1] for n in table.forecaster], dtype=object)
+            table.forecaster = np.array([names[n][0] for n in table.forecaster], dtype=object)
         return table
     parts = []
     for path in paths:

@@ -26,6 +26,15 @@ from .table import load_table
 _SPLIT = re.compile(r"(_tuples(_[a-z0-9]+)*|_\d{8}_\d{8})$")
 
 
+def split_name(name: str) -> tuple[str, str]:
+    """A published directory name as (forecaster, split): ``X_20240501_20240815`` is X on that date range,
+    ``X_tuples_scraped`` X on the scraped tuples; ``(name, "")`` when there is no split suffix."""
+    match = _SPLIT.search(name.lower())
+    if match is None or match.start() == 0:
+        return name, ""
+    return name[: match.start()], name[match.start() + 1 :]
+
+
 def pair_key(name: str) -> str:
     """The name two outputs of one forecaster share: lower case, ``_`` for ``-``/space, no split suffix."""
     key = re.sub(r"[-\s]+", "_", name.strip().lower())
