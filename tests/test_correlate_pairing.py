@@ -96,7 +96,7 @@ def test_score_many_directories_then_correlate_pairs_them(paper, tmp_path):
     assert "warning" not in stderr
     # --max-brier and --min-questions reasons; --pair overrides the automatic pairing
     code, stdout, stderr = run("correlate", paper / "forecasts", scored, "--max-brier", 0.0, "--json")
-    assert code == 2 and "above --max-brier 0.0" in stderr and "need at least 3 forecasters" in stderr
+    assert code == 2 and "above --max-brier 0.0" in stderr and "need at least 3 paired forecasters" in stderr
     code, stdout, stderr = run("correlate", paper / "forecasts", scored, "--min-questions", 10_000)
     assert code == 2 and "too few resolved questions" in stderr
     override = f"Basic_zeta_20240501_20240815={scored / 'Basic_gamma_tuples_scraped'}"
@@ -136,5 +136,5 @@ def test_published_directories_pair_by_normalised_name(tmp_path):
     code, _, stderr = run("score", FORECASTS, "-o", scored / FORECASTS.name)
     assert code == 0, stderr
     code, _, stderr = run("correlate", GROUND_TRUTH_RUN, scored, "--json")
-    assert code == 2 and "need at least 3 forecasters" in stderr  # one published forecaster: paired, too few
+    assert code == 2 and "need at least 3 paired forecasters" in stderr  # one published forecaster: paired, too few
     assert "left out" not in stderr

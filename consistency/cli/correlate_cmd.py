@@ -75,6 +75,13 @@ def correlate(
                 left_out[name] = f"lacks check(s) {', '.join(missing)} of --checks"
             else:
                 used[name] = sorted(fixed or have)
+        for name in used:
+            err.print(f"paired {escape(name)} with {escape(str(pairing.pairs[name].path))}")
+        if len(used) < 3:
+            raise ScoreInputError(
+                f"need at least 3 paired forecasters to correlate; got {len(used)}"
+                + (f" ({', '.join(used)})" if used else "")
+            )
         violations = {
             metric: {n: {c: pairing.pairs[n].violations[metric][c] for c in used[n]} for n in used}
             for metric in ("default", "frequentist")

@@ -73,6 +73,10 @@ def proxy(
             raise ScoreInputError(f"--batches {batches!r}: choose one of {', '.join(BATCHES)}")
         table = _load(paths, batches, duplicates)
         F, forecasters, labels, y = _arrays(table)
+        if len(forecasters) < 2:
+            raise ScoreInputError(
+                f"proxy scores compare forecasters with each other: need at least two, got {', '.join(forecasters)}"
+            )
         params = {"extremized_mean": {"alpha": extremize}, "logit_pool": {"d": logit_d}}
         raw = batch_scores(F, y, labels, methods, loo=loo, loss=loss, params=params)
         scores = raw.zscored() if zscore else raw
