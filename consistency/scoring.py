@@ -7,7 +7,7 @@ write each scored line back with our ``violation_data``; input files are never m
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -252,6 +252,43 @@ def run_directories(paths: Sequence[str | Path]) -> list[Path] | None:
         out += subdirs
         expanded = True
     return out if expanded or len(out) > 1 else None
+
+
+def _score_run(run: Path, out_dir: Path, params: ScoreParams, check: str | None) -> dict[str, Any] | str:
+    try:
+        report = score_path(run, params, check)
+        write_report(report, out_dir / run.name)
+    except (ScoringError, KeyError, OSError, ValueError) as exc:  # DetectionError is a ValueError
+        return str(exc)
+    return report.summary()
+
+
+def score_runs(
+    runs: Sequence[Path],
+    out_dir: str | Path,
+    params: ScoreParams | None = None,
+    check: str | None = None,
+    jobs: int = 1,
+) -> Iterator[tuple[Path, dict[str, Any] | str]]:
+    """Score each run directory into ``out_dir/<name>/``, ``jobs`` at a time, yielding (run, summary or error).
+
+    Runs are independent, so on several cores they are scored in worker processes; a failing run is
+    reported and the others go on.
+    """
+    params = params or ScoreParams()
+    out = Path(out_dir)
+    if jobs <= 1 or len(runs) <= 1:
+        for run in runs:
+            yield run, _score_run(run, out, params, check)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = [pool.submit(_score_run, run, out, params, check) for run in runs]
+        for run, future in zip(runs, futures, strict=True):
+            yield run, future.result()
 
 
 def is_checker_file(path: Path) -> bool:

@@ -138,3 +138,12 @@ def test_published_directories_pair_by_normalised_name(tmp_path):
     code, _, stderr = run("correlate", GROUND_TRUTH_RUN, scored, "--json")
     assert code == 2 and "need at least 3 paired forecasters" in stderr  # one published forecaster: paired, too few
     assert "left out" not in stderr
+
+
+def test_one_failing_run_directory_does_not_stop_the_others(tmp_path):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    shutil.copytree(sample_dir() / "forecasts", good)
+    shutil.copytree(sample_dir() / "tuples", bad)  # tuples, not forecasts
+    code, stdout, stderr = run("score", good, bad, "-o", tmp_path / "out", "--json")
+    assert code == 1 and "1 of 2 scored" in stderr and "not forecast lines" in stderr
+    assert list(json.loads(stdout)) == ["good"] and (tmp_path / "out" / "good" / "summary.json").is_file()

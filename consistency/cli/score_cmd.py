@@ -13,7 +13,7 @@ from .console import err, escape, fmt, out, pct
 if TYPE_CHECKING:  # the scoring stack (numpy, pydantic models) loads when the command runs, not for --help
     from rich.table import Table
 
-    from ..scoring import ScoreReport
+    from ..scoring import ScoreParams, ScoreReport
 
 
 def score(
@@ -68,12 +68,13 @@ def score(
         raise typer.Exit(1)
 
 
-def _score_runs(runs: list[Path], out_dir: Path, params: object, check: str | None, as_json: bool) -> None:
+def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str | None, as_json: bool) -> None:
     """Score each run directory on its own into ``out_dir/<name>/``; one failing directory does not stop the rest."""
+    import os
+
     from rich.table import Table
 
-    from ..files import DetectionError
-    from ..scoring import ScoringError, score_path, write_report
+    from ..scoring import score_runs
 
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
@@ -84,36 +85,31 @@ def _score_runs(runs: list[Path], out_dir: Path, params: object, check: str | No
         grid.add_column(col, justify="left" if col == "run" else "right")
     summaries: dict[str, object] = {}
     failed = 0
-    for run in runs:
-        try:
-            report = score_path(run, params, check)  # type: ignore[arg-type]
-            write_report(report, out_dir / run.name)
-        except (ScoringError, DetectionError, KeyError, OSError, ValueError) as exc:
+    for run, result in score_runs(runs, out_dir, params, check, jobs=min(os.cpu_count() or 1, len(runs))):
+        if isinstance(result, str):
             failed += 1
-            err.print(f"[red]error[/red] {escape(str(exc))}")
+            err.print(f"[red]error[/red] {escape(result)}")
             continue
-        agg = report.aggregate()
-        summaries[run.name] = report.summary()
+        agg = result["aggregate"]
+        summaries[run.name] = result
         grid.add_row(
             escape(run.name),
-            str(len(report.files)),
+            str(len(result["checks"])),
             str(agg["default"]["num_samples"]),
             fmt(agg["default"]["avg_violation"]),
             pct(agg["default"]["fraction_violated"]),
             fmt(agg["frequentist"]["avg_violation"]),
             pct(agg["frequentist"]["fraction_violated"]),
         )
-        if report.errors:
-            err.print(
-                f"[yellow]{escape(run.name)}: {len(report.errors)} line error(s)[/yellow] (listed in its summary.json)"
-            )
+        if result["errors"]:
+            n = len(result["errors"])
+            err.print(f"[yellow]{escape(run.name)}: {n} line error(s)[/yellow] (listed in its summary.json)")
     if as_json:
         out.print_json(json.dumps(summaries))
     else:
         out.print(grid)
-    err.print(
-        f"results written to [bold]{escape(str(out_dir))}[/bold]/<run>/ ({len(runs) - failed} of {len(runs)} scored)"
-    )
+    done = len(runs) - failed
+    err.print(f"results written to [bold]{escape(str(out_dir))}[/bold]/<run>/ ({done} of {len(runs)} scored)")
     if failed:
         raise typer.Exit(1)
 
