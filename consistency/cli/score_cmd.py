@@ -82,7 +82,7 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
         raise typer.Exit(2)
     grid = Table(title=f"Consistency violations per run ({len(runs)} directories; arbitrage in nats)")
     for col in ("run", "checks", "tuples", "arbitrage avg", "arb. violated", "frequentist avg", "freq. violated"):
-        grid.add_column(col, justify="left" if col == "run" else "right")
+        grid.add_column(col, justify="left" if col == "run" else "right", overflow="fold")
     summaries: dict[str, object] = {}
     failed = 0
     for run, result in score_runs(runs, out_dir, params, check, jobs=min(os.cpu_count() or 1, len(runs))):
