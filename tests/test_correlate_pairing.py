@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
+from test_scores_cli import write_noisy_run
 from typer.testing import CliRunner
 
 from consistency.cli import app
@@ -46,17 +47,7 @@ def paper(tmp_path_factory) -> Path:
     outcome = {qid: bool(rng.random() < p) for qid, p in truth.items()}
     for name, noise in NOISE.items():
         tuples = root / "forecasts" / f"Basic_{name.replace('-', '_')}_tuples_scraped"
-        tuples.mkdir(parents=True)
-        for path in source.glob("*.jsonl"):
-            if name == "eps" and path.name == "NegChecker.jsonl":
-                continue  # one forecaster lacks a check
-            lines = []
-            for _, obj in iter_json_lines(path):
-                for entry in obj["line"].values():
-                    p = entry["forecast"]["prob"]
-                    entry["forecast"]["prob"] = float(np.clip(p + rng.normal(0, noise), 0.01, 0.99))
-                lines.append(json.dumps(obj))
-            (tuples / path.name).write_text("\n".join(lines) + "\n")
+        write_noisy_run(tuples, noise, rng, skip=("NegChecker.jsonl",) if name == "eps" else ())  # eps lacks a check
         gt = root / "forecasts" / f"Basic_{name}_20240501_20240815"
         gt.mkdir()
         records = []

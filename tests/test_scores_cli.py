@@ -38,6 +38,21 @@ def forecasts(tmp_path_factory) -> Path:
     return path
 
 
+def write_noisy_run(target: Path, noise: float, rng: np.random.Generator, skip: tuple[str, ...] = ()) -> None:
+    """The bundled sample forecasts with Gaussian noise of sd ``noise`` added, as a run directory."""
+    target.mkdir(parents=True)
+    for path in (sample_dir() / "forecasts").glob("*.jsonl"):
+        if path.name in skip:
+            continue
+        lines = []
+        for _, obj in iter_json_lines(path):
+            for entry in obj["line"].values():
+                p = entry["forecast"]["prob"]
+                entry["forecast"]["prob"] = float(np.clip(p + rng.normal(0, noise), 0.01, 0.99))
+            lines.append(json.dumps(obj))
+        (target / path.name).write_text("\n".join(lines) + "\n")
+
+
 def cc(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(CC), *map(str, args)], capture_output=True, text=True, env={"COLUMNS": "200"}, timeout=120
@@ -84,19 +99,10 @@ def test_duplicate_rows_are_refused_by_the_commands(tmp_path, forecasts):
 def test_correlate_command(tmp_path, forecasts):
     """Each forecaster's consistency comes from a `cc score` run; worse forecasters are made less consistent."""
     rng = np.random.default_rng(1)
-    source = sample_dir() / "forecasts"
     args = []
     for name, noise in NOISE.items():
         run = tmp_path / f"in_{name}"
-        run.mkdir()
-        for path in source.glob("*.jsonl"):
-            lines = []
-            for _, obj in iter_json_lines(path):
-                for entry in obj["line"].values():
-                    p = entry["forecast"]["prob"]
-                    entry["forecast"]["prob"] = float(np.clip(p + rng.normal(0, noise), 0.01, 0.99))
-                lines.append(json.dumps(obj))
-            (run / path.name).write_text("\n".join(lines) + "\n")
+        write_noisy_run(run, noise, rng)
         write_report(score_path(run), tmp_path / f"scores_{name}")
         args += ["--scores", f"{name}=" + str(tmp_path / f"scores_{name}")]
     result = cc("correlate", forecasts, *args, "--max-brier", "1", "--bootstrap", "200", "--json")

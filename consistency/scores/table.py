@@ -96,7 +96,7 @@ def _merge(first: dict, probs: list[float], duplicates: str) -> dict:
     """One row standing for a pair forecast several times, by the policy (never called with "error")."""
     values = [_float(p) for p in probs]
     prob = {"mean": sum(values) / len(values), "first": values[0], "last": values[-1]}[duplicates]
-    return {**first, "prob": prob, "_merged": 1}
+    return {**first, "prob": prob, "_merged": int(len(set(values)) > 1)}
 
 
 def _deduplicate(rows: Sequence[dict], where: list[str], duplicates: str) -> tuple[list[dict], list[str], int]:
