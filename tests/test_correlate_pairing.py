@@ -138,3 +138,21 @@ def test_one_failing_run_directory_does_not_stop_the_others(tmp_path):
     code, stdout, stderr = run("score", good, bad, "-o", tmp_path / "out", "--json")
     assert code == 1 and "1 of 2 scored" in stderr and "not forecast lines" in stderr
     assert list(json.loads(stdout)) == ["good"] and (tmp_path / "out" / "good" / "summary.json").is_file()
+
+
+def test_runs_are_named_and_paired_by_the_forecaster_their_run_json_records(paper, tmp_path):
+    """`cc evaluate` directories are time-stamped; the recorded forecaster name is what pairs them."""
+    gt, scored = tmp_path / "gt", tmp_path / "scored"
+    for i, name in enumerate(("alpha", "gamma", "delta")):
+        target = gt / f"2026-11-2{i}T10-00-00_run"
+        shutil.copytree(paper / "forecasts" / f"Basic_{name}_20240501_20240815", target)
+        (target / "run.json").write_text(json.dumps({"forecaster": {"name": f"basic_{name}"}}))
+        run_dir = tmp_path / "tuples" / f"2026-11-2{i}T11-00-00_run"
+        shutil.copytree(paper / "forecasts" / f"Basic_{name}_tuples_scraped", run_dir)
+        (run_dir / "run.json").write_text(json.dumps({"forecaster": {"name": f"basic_{name}"}}))
+        assert run("score", run_dir, "-o", scored / run_dir.name)[0] == 0
+    code, stdout, stderr = run("correlate", gt, scored, "--max-brier", 1, "--bootstrap", 20, "--json")
+    assert code == 0, stderr
+    assert set(json.loads(stdout)["pairs"]) == {"basic_alpha", "basic_gamma", "basic_delta"}
+    code, stdout, _ = run("leaderboard", gt, "--json")
+    assert {s["forecaster"] for s in json.loads(stdout)["standings"]} == {"basic_alpha", "basic_gamma", "basic_delta"}

@@ -2,11 +2,12 @@
 
 ``cc correlate GT_DIR SCORED_DIR`` is given ground-truth results (per question, or only a summary with
 the forecaster's mean Brier score) and consistency outputs (``cc score`` or ``cc evaluate`` directories
-with a ``summary.json``) for many forecasters at once. Each output is named by the forecaster recorded
-in its ``run.json``, else by the directory it scored, else by its own directory; names are paired after
-normalising case, ``-`` versus ``_`` and the paper's split suffixes (``_tuples_scraped``,
-``_20240501_20240815``), so the published ``BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped`` pairs
-with ``BasicForecaster_gpt4o-mini-2024-07-18_20240501_20240815``. Everything left out is listed with why.
+with a ``summary.json``) for many forecasters at once. Each output (and each ground-truth run) is
+named by the forecaster recorded in its ``run.json``, else by the directory it scored, else by its
+own directory; names are paired after normalising case, ``-`` versus ``_`` and the paper's split
+suffixes (``_tuples_scraped``, ``_20240501_20240815``), so the published
+``BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped`` pairs with
+``BasicForecaster_gpt4o-mini-2024-07-18_20240501_20240815``. Everything left out is listed with why.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from . import proper
 from .inputs import ScoreInputError
-from .table import load_table
+from .table import load_table, recorded_forecaster
 
 _SPLIT = re.compile(r"(_tuples(_[a-z0-9]+)*|_\d{8}_\d{8})$")
 
@@ -63,7 +64,6 @@ class Truth:
     brier: float
     questions: int
     source: str
-    aliases: list[str] = field(default_factory=list)  # e.g. the forecaster recorded in the run's run.json
 
 
 @dataclass
@@ -89,15 +89,10 @@ def read_consistency(path: str | Path) -> ConsistencyRun:
     if summary is None or not isinstance(summary.get("checks"), dict):
         raise ScoreInputError(f"{summary_path}: not a `cc score` summary (run `cc score` on the forecasts first)")
     directory = summary_path.parent
-    names = []
-    meta = _json(directory / "run.json") or {}
-    recorded = meta.get("forecaster")
-    if isinstance(recorded, dict) and recorded.get("name"):
-        names.append(str(recorded["name"]))
-    inputs = summary.get("inputs") or []
-    if len(inputs) == 1:
-        names.append(Path(inputs[0]).name)
-    names.append(directory.name)
+    inputs = [Path(i) for i in summary.get("inputs") or []]
+    scored = inputs[0] if len(inputs) == 1 else None
+    names = [recorded_forecaster(directory), scored and recorded_forecaster(scored), scored and scored.name]
+    names = [n for n in names if n] + [directory.name]
     try:
         violations = {
             metric: {
@@ -164,11 +159,6 @@ def find_sources(paths: Sequence[str | Path], duplicates: str = "error") -> Sour
         for name in sorted(set(table.forecaster.tolist())):
             mine = losses[names == name]
             found.truth[name] = Truth(float(mine.mean()) if len(mine) else float("nan"), len(mine), where)
-        for results in per_question:
-            recorded = (_json(results.parent / "run.json") or {}).get("forecaster")
-            named = isinstance(recorded, dict) and recorded.get("name")
-            if results.name == "ground_truth_results.jsonl" and named and results.parent.name in found.truth:
-                found.truth[results.parent.name].aliases.append(str(recorded["name"]))
     return found
 
 
@@ -201,9 +191,8 @@ def pair(
     overrides = dict(overrides or {})
     left: dict[str, str] = {}
     by_key: dict[str, list[str]] = {}
-    for name, t in truth.items():
-        for alias in {pair_key(a) for a in [name, *t.aliases]}:
-            by_key.setdefault(alias, []).append(name)
+    for name in truth:
+        by_key.setdefault(pair_key(name), []).append(name)
     pairs: dict[str, ConsistencyRun] = {}
     for name, run in overrides.items():
         if name not in truth:

@@ -4,7 +4,7 @@ A row is one forecaster's forecast on one question, with what is known about the
 its resolution (if resolved), an optional weight, batch, market probability, the time it
 resolved and the time it was scheduled to. Sources: a CSV or JSONL long table, the paper's
 ``ground_truth_results.jsonl`` files, and run directories of ``<Checker>.jsonl`` forecast lines
-(one forecaster each, named after the directory). Problems are reported with the file
+(one forecaster each, named as its ``run.json`` records, else after the directory). Problems are reported with the file
 and line. A (forecaster, question) pair given twice with different forecasts (the paper re-asked
 questions) is an error unless the caller picks a policy (``duplicates``: mean, first or last);
 the table then counts how many pairs the policy merged.
@@ -215,10 +215,26 @@ def read_long_table(path: str | Path) -> list[dict]:
     return rows
 
 
+def recorded_forecaster(directory: str | Path) -> str | None:
+    """The forecaster name a run directory's ``run.json`` records (``cc evaluate`` runs), if any.
+
+    Naming a run by it, not by its time-stamped directory, lets a forecaster's tuple run and its
+    ground-truth run meet under one name.
+    """
+    try:
+        meta = json.loads((Path(directory) / "run.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    recorded = meta.get("forecaster") if isinstance(meta, dict) else None
+    name = recorded.get("name") if isinstance(recorded, dict) else None
+    return str(name) if name else None
+
+
 def read_ground_truth(path: str | Path, forecaster: str | None = None) -> list[dict]:
-    """Rows from the paper's ``ground_truth_results.jsonl`` (forecaster named after its folder)."""
+    """Rows from the paper's ``ground_truth_results.jsonl`` (forecaster named as its run records, else after
+    its folder)."""
     path = Path(path)
-    name = forecaster or path.parent.name
+    name = forecaster or recorded_forecaster(path.parent) or path.parent.name
     rows = []
     for number, obj in iter_json_lines(path):
         if not isinstance(obj, dict):
@@ -251,7 +267,7 @@ def read_run(directory: str | Path, forecaster: str | None = None, duplicates: s
     """
     _check_policy(duplicates)
     directory = Path(directory)
-    name = forecaster or directory.name
+    name = forecaster or recorded_forecaster(directory) or directory.name
     rows: dict[str, dict] = {}
     probs: dict[str, list[float]] = {}
     for path in sorted(directory.glob("*.jsonl")):
