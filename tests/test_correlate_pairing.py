@@ -115,8 +115,14 @@ def test_ground_truth_summaries_suffice_for_correlate(paper, tmp_path):
     assert code == 0, stderr
     got = json.loads(stdout)
     assert got["default"]["aggregate"]["r"] == pytest.approx(full["default"]["aggregate"]["r"], abs=1e-12)
-    code, _, stderr = run("leaderboard", summaries)
+    code, _, stderr = run("leaderboard", summaries, "--method", "peer")
     assert code == 2 and "ground-truth summary" in stderr and "not per-question forecasts" in stderr
+    code, stdout, stderr = run("leaderboard", summaries, "--json")  # the Brier ranking needs only the means
+    standings = json.loads(stdout)["standings"]
+    assert code == 0 and [s["forecaster"] for s in standings] == sorted(
+        full["pairs"], key=lambda n: full["pairs"][n]["brier"]
+    )
+    assert standings[0]["low"] is None and "ranked by the mean Brier score of their ground-truth summary" in stderr
 
 
 @needs_reference

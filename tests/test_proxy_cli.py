@@ -196,8 +196,11 @@ def test_published_run_directory_needs_a_duplicates_policy():
 
 @needs_reference
 def test_summary_file_is_named_when_per_question_forecasts_are_needed():
-    code, _, stderr = run("leaderboard", GROUND_TRUTH_RUN / "ground_truth_summary.json")
+    code, _, stderr = run("leaderboard", GROUND_TRUTH_RUN / "ground_truth_summary.json", "--method", "log")
     assert code == 2 and "ground-truth summary" in stderr and "invalid JSON" not in stderr
+    code, stdout, _ = run("leaderboard", GROUND_TRUTH_RUN / "ground_truth_summary.json", "--json")
+    published = json.loads((GROUND_TRUTH_RUN / "ground_truth_summary.json").read_text())
+    assert code == 0 and json.loads(stdout)["standings"][0]["score"] == published["avg_brier_score"]
 
 
 def test_batches_from_the_papers_split_directory_names(tmp_path):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -15,6 +16,9 @@ from ..scores.ranking import leaderboard as rank
 from .console import err, escape, fmt, out
 from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
+if TYPE_CHECKING:
+    from ..scores.ranking import Standing
+
 
 def leaderboard(
     paths: Annotated[list[Path], typer.Argument(help=SOURCES_HELP)],
@@ -23,14 +27,20 @@ def leaderboard(
     duplicates: Duplicates = "error",
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """Rank forecasters, best first."""
+    """Rank forecasters, best first (by Brier score, ground-truth summaries are enough)."""
     try:
-        table = load_forecasts(paths, duplicates)
-        if as_of is not None:
-            table, held = hold_back_early_closers(table, as_of)
-            if held:
-                err.print(f"{len(held)} early-closing question(s) held back until their scheduled date")
-        standings = rank(table, method)
+        summaries = [p for p in paths if _summaries_only(p)] if method == "brier" and as_of is None else []
+        rest = [p for p in paths if p not in summaries]
+        standings = _from_summaries(summaries)
+        if rest:
+            table = load_forecasts(rest, duplicates)
+            if as_of is not None:
+                table, held = hold_back_early_closers(table, as_of)
+                if held:
+                    err.print(f"{len(held)} early-closing question(s) held back until their scheduled date")
+            standings += rank(table, method)
+        if summaries:  # only with --method brier: lower is better
+            standings.sort(key=lambda s: (math.isnan(s.score), s.score))
     except ScoreInputError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
@@ -56,3 +66,26 @@ def leaderboard(
         interval = "-" if s.low is None else f"[{fmt(s.low)}, {fmt(s.high)}]"
         grid.add_row(str(i), escape(s.forecaster), fmt(s.score), interval, str(s.n_questions))
     out.print(grid)
+
+
+def _summaries_only(path: Path) -> bool:
+    """A ground-truth summary, or a directory of them without per-question results."""
+    if path.is_file():
+        return path.name == "ground_truth_summary.json"
+    return (
+        path.is_dir()
+        and any(path.rglob("ground_truth_summary.json"))
+        and not any(path.rglob("ground_truth_results.jsonl"))
+    )
+
+
+def _from_summaries(paths: list[Path]) -> list[Standing]:
+    """Brier standings from each forecaster's stored mean (no interval: the per-question scores are not there)."""
+    if not paths:
+        return []
+    from ..scores.ranking import Standing
+    from ..scores.sources import find_sources
+
+    truth = find_sources(paths).truth
+    err.print(f"{len(truth)} forecaster(s) ranked by the mean Brier score of their ground-truth summary")
+    return [Standing(name, t.brier, None, None, t.questions) for name, t in truth.items()]
