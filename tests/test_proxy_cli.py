@@ -227,3 +227,23 @@ def test_batches_from_the_papers_split_directory_names(tmp_path):
     assert got["batches"] == ["20240101_20240201", "20240301_20240401"]
     assert {r["forecaster"] for r in got["forecasters"]} == {f"Model-{k}" for k in range(4)}
     assert got["next_batch"]["truth"]["n"] == 4
+
+
+@pytest.mark.parametrize("loss", ["brier", "log", "absolute", "zero_one"])
+def test_pearson_agrees_with_the_librarys_correlation_table(table, loss):
+    from consistency.scores.proxy import proxy_correlation_table
+    from consistency.scores.table import load_table
+
+    t = load_table([table])
+    F, _, questions = t.matrix()
+    first = {q: i for i, q in reversed(list(enumerate(t.question_id)))}
+    y = np.array([t.resolution[first[q]] for q in questions])
+    batches = np.array([t.batch[first[q]] for q in questions])
+    reference = proxy_correlation_table(F, y, batches, losses=[loss])
+    for loo in (True, False):
+        got = json.loads(
+            run("proxy", table, "--json", "--bootstrap", 10, "--loss", loss, "--loo" if loo else "--with-self")[1]
+        )
+        for method, c in got["correlations"].items():
+            row = f"{method} (LOO)" if loo else method
+            assert c["pearson"]["r"] == pytest.approx(reference.get(row, loss), abs=1e-12, rel=0)
