@@ -67,7 +67,8 @@ class Forecast(BaseModel):
     """A probability that the question resolves YES, with whatever the forecaster wants to keep."""
 
     prob: float = Field(strict=True)  # a JSON number: not true/false, not "0.5"
-    metadata: dict[str, Any] | None = None
+    # Any JSON value: the paper's ArbitrageForecaster files keep a list (the call tree) here.
+    metadata: Any = None
 
     @field_validator("prob", mode="after")
     @classmethod

@@ -108,6 +108,7 @@ async def ask_all(
 
     async with LLM(settings, transcript=run.path / TRANSCRIPT) as llm:
         forecaster.attach(llm)
+        forecaster.use_run_dir(run.path)
         try:
             if pending:
                 log.info("asking %d question(s), %d already answered", len(pending), len(done))
@@ -120,6 +121,7 @@ async def ask_all(
                 )
         finally:
             forecaster.attach(None)
+            forecaster.use_run_dir(None)
             run.close()
         return llm.stats.as_dict()
 

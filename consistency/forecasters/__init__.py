@@ -1,9 +1,10 @@
 """Forecasters: subclass :class:`Forecaster` and implement one async method.
 
-Built-ins are selectable by name: ``basic``, ``cot``, ``constant``, ``uniform``, ``crowd`` and
-``replay``; a bare model spec (``gpt-4o``, ``local``) means ``basic`` with that model.
+Built-ins are selectable by name: ``basic``, ``cot``, ``constant``, ``uniform``, ``crowd``,
+``replay`` and ``arbitrage``; a bare model spec (``gpt-4o``, ``local``) means ``basic`` with that model.
 """
 
+from .arbitrage import ArbitrageForecaster
 from .base import CallNote, Forecaster, ForecastError, ForecastOutcome, Occurrence, current_occurrence, note_call
 from .crowd import CrowdForecaster, pool
 from .llm import BasicForecaster, CoTForecaster, ExtractedForecast, ForecastAnswer, LLMForecaster, forecast_messages
@@ -18,10 +19,11 @@ from .loading import (
 from .replay import ReplayForecaster
 from .simple import ConstantForecaster, UniformForecaster
 
-for _cls in (BasicForecaster, CoTForecaster, ConstantForecaster, UniformForecaster, CrowdForecaster, ReplayForecaster):
+for _cls in (ArbitrageForecaster, BasicForecaster, CoTForecaster, ConstantForecaster, UniformForecaster, CrowdForecaster, ReplayForecaster):
     register_forecaster(_cls)
 
 __all__ = [
+    "ArbitrageForecaster",
     "BasicForecaster",
     "CallNote",
     "CoTForecaster",

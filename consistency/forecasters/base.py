@@ -19,6 +19,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
@@ -144,6 +145,12 @@ class Forecaster(ABC):
     def children(self) -> Sequence[Forecaster]:
         """Forecasters this one delegates to (crowds, wrappers)."""
         return ()
+
+    def use_run_dir(self, path: Path | None) -> None:
+        """Where the current run's directory is (None when it ends), for forecasters that keep
+        side files there (the ArbitrageForecaster's call trees); passed on to children."""
+        for child in self.children():
+            child.use_run_dir(path)
 
     # ----------------------------------------------------------------- LLM session
     def attach(self, llm: LLM | None) -> None:

@@ -6,7 +6,7 @@ hangs, malformed bodies and dropped connections. ``python -m consistency.testing
 """
 
 from .replies import Fault, Reply, Rule, ScriptedRequest, every_nth, faults_then
-from .rules import probability_for, probability_rule, schema_rule, sequence
+from .rules import hypocritical_probability, hypocritical_rule, probability_for, probability_rule, schema_rule, sequence
 from .server import DEFAULT_MODEL, ScriptedServer
 
 __all__ = [
@@ -17,6 +17,8 @@ __all__ = [
     "ScriptedRequest",
     "ScriptedServer",
     "every_nth",
+    "hypocritical_probability",
+    "hypocritical_rule",
     "faults_then",
     "probability_for",
     "probability_rule",

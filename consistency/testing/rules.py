@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from .replies import Fault, Outcome, Reply, Rule, ScriptedRequest, _call
 
 __all__ = [
+    "hypocritical_probability",
+    "hypocritical_rule",
     "probability_for",
     "probability_rule",
     "schema_rule",
@@ -258,6 +261,49 @@ def probability_rule(overrides: Mapping[str, Any] | None = None) -> Rule:
     """:func:`schema_rule` for forecasters: any [0, 1] number is the question's probability, and a
     free-text answer is a sentence ending with ``Probability: 0.xx``."""
     return schema_rule(overrides, text=_forecast_sentence, unit_numbers_are_probabilities=True)
+
+
+_NEGATED = re.compile(r"^Will \u201c(.*)\u201d resolve NO\?$", re.S)
+_PARAPHRASED = re.compile(r"^Will the following question resolve YES: \u201c(.*)\u201d\?$", re.S)
+_QUESTION_LINE = re.compile(r"^Question: (.*)$", re.M)
+
+
+def _coherent_probability(title: str) -> float:
+    """What a coherent forecaster would say: the template's negation is 1 - p, its paraphrase p."""
+    if match := _NEGATED.match(title):
+        return 1.0 - _coherent_probability(match.group(1))
+    if match := _PARAPHRASED.match(title):
+        return _coherent_probability(match.group(1))
+    return probability_for(title)
+
+
+def hypocritical_probability(text: str) -> float:
+    """A forecast that is plausible alone but incoherent with its negation and paraphrase.
+
+    The question is the ``Question: ...`` line of ``text`` (the whole text without one). Its
+    coherent probability (through the template instantiator's negation and paraphrase wordings)
+    is shifted up by 0.4-1.2 in log-odds, by an amount that is a pure function of the wording:
+    P and not P both lean YES, and two wordings of P disagree. Rounded to 4 decimals, in [0.01, 0.99].
+    """
+    found = _QUESTION_LINE.search(text)
+    title = (found.group(1) if found else text).strip()
+    p = min(max(_coherent_probability(title), 1e-3), 1 - 1e-3)
+    z = math.log(p / (1 - p)) + 0.4 + 0.8 * _unit("hypocrisy", title)
+    return round(min(max(1.0 / (1.0 + math.exp(-z)), 0.01), 0.99), 4)
+
+
+def hypocritical_rule() -> Rule:
+    """:func:`probability_rule` answering every forecast with :func:`hypocritical_probability`
+    (ArbitrageForecaster tests: consistency that arbitrage can repair, deterministic per text)."""
+
+    def sentence(text: str) -> str:
+        return f"Weighing both sides of the question. Probability: {hypocritical_probability(text):.4f}"
+
+    return schema_rule(
+        {"prob": lambda request: hypocritical_probability(request.last_user_text)},
+        text=sentence,
+        unit_numbers_are_probabilities=True,
+    )
 
 
 # The one combinator whose default is a built-in rule, so it lives here, not in ``replies``.
