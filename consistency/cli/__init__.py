@@ -41,6 +41,7 @@ app.lazy("compare", "compare_cmd:compare")
 app.lazy("correlate", "correlate_cmd:correlate")
 app.lazy("proxy", "proxy_cmd:proxy")
 app.lazy("cache", "cache_cmd:app")
+app.lazy("arbitrage", "arbitrage_cmd:app")
 
 
 @app.command("version")
