@@ -111,6 +111,9 @@ class Replayer:
         local_p, exact_p, w = float(x["elicited_prob"]), x_value, 1.0
         steps = []
         for entry in tree[1:]:
+            if entry.get("skipped"):  # the check did not apply to x (our trees record why)
+                rebuilt.append(entry)
+                continue
             check = _check_of(entry)
             slot = check.field_names[0]
             data = {f: d for f, d in entry["data"].items() if f != slot}
@@ -132,7 +135,7 @@ class Replayer:
         depth += 1
         stats = self.stats.by_depth.setdefault(depth, DepthStats())
         stats.nodes += 1
-        if stored is not None:
+        if stored is not None and steps:
             stats.max_diff = max(stats.max_diff, abs(local_p - stored))
             check, last, stored_children = steps[-1]
             # the stored price against the exact trade on the other fields: can it lose money?

@@ -214,12 +214,16 @@ class ArbitrageForecaster(Forecaster):
             return await self._base(question)
         x = await self._node(question, r - 1)
         p, w = x.prob, 1.0
-        tree: list[dict[str, Any]] = []
+        tree: list[dict[str, Any]] = [
+            {"name": self.checks[0].field_names[0], "elicited_prob": x.prob, "elicitation_metadata": x.tree}
+        ]
         for j, check in enumerate(self.checks):
-            fields = await self._tuple(question, j, check)
             slot, others = check.field_names[0], check.field_names[1:]
-            if not tree:
-                tree.append({"name": slot, "elicited_prob": x.prob, "elicitation_metadata": x.tree})
+            if check.question_types[slot] != question.question_type:  # e.g. a conditional question in NEGATION
+                reason = f"{check.name} takes a {check.question_types[slot]} question, x is {question.question_type}"
+                tree.append({"name": check.class_name, "check": check.name, "data": {}, "skipped": reason})
+                continue
+            fields = await self._tuple(question, j, check)
             answers = await asyncio.gather(*(self._node(fields[f], r - 1) for f in others))
             weights, w_next = step_weights(self.weights, check.field_names, w)
             step = arbitrage_step(check, {slot: p, **{f: a.prob for f, a in zip(others, answers, strict=True)}}, weights)
@@ -324,6 +328,7 @@ class ArbitrageForecaster(Forecaster):
                 **{k: e[k] for k in ("weights", "prices", "violation", "certificate", "prob_before", "prob_after")},
             }
             for e in tree[1:]
+            if "skipped" not in e
         ]
         line = {"depth": r, "key": key, "question_id": question.id, "title": question.title, "prob": prob}
         self._sidecar.append(line | {"x_prob": tree[0]["elicited_prob"], "steps": steps})

@@ -282,13 +282,13 @@ def hypocritical_probability(text: str) -> float:
 
     The question is the ``Question: ...`` line of ``text`` (the whole text without one). Its
     coherent probability (through the template instantiator's negation and paraphrase wordings)
-    is shifted up by 0.4-1.2 in log-odds, by an amount that is a pure function of the wording:
+    is shifted up by 0-2 in log-odds, by an amount that is a pure function of the wording:
     P and not P both lean YES, and two wordings of P disagree. Rounded to 4 decimals, in [0.01, 0.99].
     """
     found = _QUESTION_LINE.search(text)
     title = (found.group(1) if found else text).strip()
     p = min(max(_coherent_probability(title), 1e-3), 1 - 1e-3)
-    z = math.log(p / (1 - p)) + 0.4 + 0.8 * _unit("hypocrisy", title)
+    z = math.log(p / (1 - p)) + 2.0 * _unit("hypocrisy", title)
     return round(min(max(1.0 / (1.0 + math.exp(-z)), 0.01), 0.99), 4)
 
 
