@@ -258,3 +258,47 @@ def test_the_papers_list_metadata_loads_and_scores(tmp_path):
     path.write_text(json.dumps(line) + "\n")
     report = score_path([path])
     assert not report.errors and report.files[0].stats()["default"].num_samples == 1
+
+
+def test_llm_instantiator_and_generated_related_questions(server):
+    f = ArbitrageForecaster(server.model_spec(), checks=["neg", "expev", "expev"], depth=1)
+    server.reset()
+    out = f.forecast_sync(X)
+    prompts = [r.last_user_text for r in server.requests]
+    assert sum("same events as the source question" in p for p in prompts) == 2  # one request per EXPEVIDENCE
+    assert "request number 2" in next(p for p in prompts if "request number 2" in p)
+    q1, q2 = (e["data"]["Q"] for e in out.metadata[2:])
+    assert q1["id"] != q2["id"] and q1["data_source"] == "arbitrage-related"
+    assert [e["weights"]["P"] for e in out.metadata[1:]] == [1.0, 2.0, 5.0]
+
+
+def test_ground_truth_mode_and_resolutions_do_not_leak(server, tmp_path):
+    from consistency.evaluation.ground_truth import evaluate_questions
+
+    path = tmp_path / "resolved.jsonl"
+    rows = [
+        {"id": f"g{i}", "title": f"Will event number {i} of the test happen?", "resolution": bool(i % 2)}
+        for i in range(4)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = evaluate_questions(
+        wrapped(server, ["neg"], 1), path, out=tmp_path / "gt", options=RunOptions(llm=NO_CACHE)
+    )
+    summary = json.loads((result.run_dir / "ground_truth_summary.json").read_text())
+    assert summary["answered"] == 4 and summary["avg_brier_score"] is not None
+    record = json.loads((result.run_dir / "forecasts.jsonl").read_text().splitlines()[0])
+    assert record["forecast"]["metadata"][1]["data"]["not_P"]["resolution"] is None
+
+
+def test_a_run_with_budget_failures_resumes_without_duplicate_sidecar_lines(server, tmp_path):
+    from consistency.evaluation import resume
+
+    first = evaluate(
+        wrapped(server, ["neg"], 2, max_calls=2), checks=["neg"], limit=2, out=tmp_path / "run",
+        options=RunOptions(llm=NO_CACHE),
+    )
+    assert first.failures
+    done = resume(tmp_path / "run", forecaster=wrapped(server, ["neg"], 2), options=RunOptions(llm=NO_CACHE))
+    assert not done.failures and done.meta["status"] == "complete"
+    lines = [json.loads(x) for x in (done.run_dir / "arbitrage_steps.jsonl").read_text().splitlines()]
+    assert len({(line["depth"], line["key"]) for line in lines}) == len(lines)
