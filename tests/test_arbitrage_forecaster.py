@@ -105,7 +105,11 @@ def test_a_three_check_list_applies_the_checks_in_order_with_accumulating_weight
     assert set(ee["weights"]) == {"P", "Q", "P_given_Q", "P_given_not_Q"}  # every field takes part
     assert all(ee["weights"][k] == 1.0 for k in ("Q", "P_given_Q", "P_given_not_Q"))
     # each step starts from the previous one's result; NEG and PARA steps are closed forms
-    a, b, c = tree[0]["elicited_prob"], tree[1]["data"]["not_P"]["elicited_prob"], tree[2]["data"]["para_P"]["elicited_prob"]
+    a, b, c = (
+        tree[0]["elicited_prob"],
+        tree[1]["data"]["not_P"]["elicited_prob"],
+        tree[2]["data"]["para_P"]["elicited_prob"],
+    )
     p1 = sigmoid((logit(a) + logit(1 - b)) / 2)
     p2 = sigmoid((2 * logit(p1) + logit(c)) / 3)
     assert tree[1]["prob_after"] == pytest.approx(p1, abs=1e-9)
@@ -202,7 +206,10 @@ def test_cost_limit_is_a_recorded_failure(server, tmp_path, monkeypatch):
         server.reset()
         settings = NO_CACHE.model_copy(update={"cost_limit": 0.01, "max_connections": 1})
         result = evaluate(
-            wrapped(server, ["neg"], 2), checks=["neg"], limit=3, out=tmp_path / "run",
+            wrapped(server, ["neg"], 2),
+            checks=["neg"],
+            limit=3,
+            out=tmp_path / "run",
             options=RunOptions(llm=settings, concurrency=1),
         )
     finally:
@@ -246,7 +253,10 @@ def test_the_papers_list_metadata_loads_and_scores(tmp_path):
     """A line in the shape of the paper's ConsistentForecaster files: metadata is a list (the call tree)."""
     tree = [
         {"name": "P", "elicited_prob": 0.7, "elicitation_metadata": {"reasoning": "r"}},
-        {"name": "NegChecker", "data": {"not_P": {"id": "n", "title": "Not P?", "elicited_prob": 0.4, "elicitation_metadata": None}}},
+        {
+            "name": "NegChecker",
+            "data": {"not_P": {"id": "n", "title": "Not P?", "elicited_prob": 0.4, "elicitation_metadata": None}},
+        },
     ]
     line = {
         "line": {
@@ -294,7 +304,10 @@ def test_a_run_with_budget_failures_resumes_without_duplicate_sidecar_lines(serv
     from consistency.evaluation import resume
 
     first = evaluate(
-        wrapped(server, ["neg"], 2, max_calls=2), checks=["neg"], limit=2, out=tmp_path / "run",
+        wrapped(server, ["neg"], 2, max_calls=2),
+        checks=["neg"],
+        limit=2,
+        out=tmp_path / "run",
         options=RunOptions(llm=NO_CACHE),
     )
     assert first.failures

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -18,8 +19,6 @@ from consistency.llm import LLMSettings
 from consistency.metrics.closed_forms import closed_form
 from consistency.scoring import score_path
 from consistency.testing import ScriptedServer, hypocritical_rule
-
-import numpy as np
 
 CHECKER = {"neg": ("NegChecker", "not_P"), "para": ("ParaphraseChecker", "para_P")}
 
@@ -177,7 +176,9 @@ def test_our_forecasters_trees_replay_exactly_and_rescore(tmp_path, monkeypatch)
     monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
     settings = LLMSettings(timeout=5, max_backoff=0.05, cache=False)
     with ScriptedServer(hypocritical_rule()) as srv:
-        f = ArbitrageForecaster(BasicForecaster(srv.model_spec()), checks=["neg", "para"], depth=2, instantiator="template")
+        f = ArbitrageForecaster(
+            BasicForecaster(srv.model_spec()), checks=["neg", "para"], depth=2, instantiator="template"
+        )
         run = evaluate(f, checks=["neg"], limit=3, out=tmp_path / "run", options=RunOptions(llm=settings))
     [r] = replay(run.run_dir / "NegChecker.jsonl", "paper", tmp_path / "exact")
     assert r.forecasts == 6 and sorted(r.by_depth) == [1, 2]

@@ -22,9 +22,14 @@ class Rule(StrEnum):
 
 @app.command("replay")
 def replay_cmd(
-    path: Annotated[Path, typer.Argument(help="A forecast file, or a directory of them, whose metadata holds call trees.")],
+    path: Annotated[
+        Path, typer.Argument(help="A forecast file, or a directory of them, whose metadata holds call trees.")
+    ],
     weights: Annotated[
-        Rule, typer.Option(help="Weight rule: paper (accumulating), cf (the published code's, to reproduce its files), equal.")
+        Rule,
+        typer.Option(
+            help="Weight rule: paper (accumulating), cf (the published code's, to reproduce its files), equal."
+        ),
     ] = Rule.paper,
     write: Annotated[
         Path | None, typer.Option("--write", help="Write the files with every node recomputed bottom-up to DIR.")
@@ -45,7 +50,15 @@ def replay_cmd(
         out.print_json(json.dumps({"weights": weights.value, "files": [r.as_dict() for r in results]}))
         return
     table = Table(title=f"Call trees recomputed with the exact solver ({weights.value} weights)")
-    for name in ("file", "depth", "nodes", "max |recomputed - stored|", "negative-profit steps", "viol. stored", "viol. recomputed"):
+    for name in (
+        "file",
+        "depth",
+        "nodes",
+        "max |recomputed - stored|",
+        "negative-profit steps",
+        "viol. stored",
+        "viol. recomputed",
+    ):
         table.add_column(name, justify="left" if name == "file" else "right")
     for r in results:
         if not r.forecasts:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import Check, get_check
-from ..jsonl import atomic_write, dump_line, iter_json_lines, LineError
+from ..jsonl import LineError, atomic_write, dump_line, iter_json_lines
 from ..metrics.arbitrage import arbitrage
 from ..metrics.arbitraging import arbitrage_step, min_profit, step_weights, weight_rule
 

@@ -19,8 +19,9 @@ from .loading import (
 from .replay import ReplayForecaster
 from .simple import ConstantForecaster, UniformForecaster
 
-for _cls in (ArbitrageForecaster, BasicForecaster, CoTForecaster, ConstantForecaster, UniformForecaster, CrowdForecaster, ReplayForecaster):
+for _cls in (BasicForecaster, CoTForecaster, ConstantForecaster, UniformForecaster, CrowdForecaster, ReplayForecaster):
     register_forecaster(_cls)
+register_forecaster(ArbitrageForecaster)
 
 __all__ = [
     "ArbitrageForecaster",

@@ -68,7 +68,9 @@ class _Budget:
     def spend(self) -> None:
         self.spent += 1
         if self.limit is not None and self.spent > self.limit:
-            raise BudgetExceeded(f"call budget exhausted: the tree needs more than max_calls={self.limit} base forecasts")
+            raise BudgetExceeded(
+                f"call budget exhausted: the tree needs more than max_calls={self.limit} base forecasts"
+            )
 
 
 _budget: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("arbitrage_budget", default=None)
@@ -226,7 +228,9 @@ class ArbitrageForecaster(Forecaster):
             fields = await self._tuple(question, j, check)
             answers = await asyncio.gather(*(self._node(fields[f], r - 1) for f in others))
             weights, w_next = step_weights(self.weights, check.field_names, w)
-            step = arbitrage_step(check, {slot: p, **{f: a.prob for f, a in zip(others, answers, strict=True)}}, weights)
+            step = arbitrage_step(
+                check, {slot: p, **{f: a.prob for f, a in zip(others, answers, strict=True)}}, weights
+            )
             applied = not (self.only_if_violated and step.violation <= ARBITRAGE_THRESHOLD)
             tree.append(_step_entry(check, fields, others, answers, step, applied))
             p, w = (step.after if applied else p), w_next
@@ -293,7 +297,9 @@ class ArbitrageForecaster(Forecaster):
         prompt = render(
             "arbitrage_related",
             n=str(k),
-            resolve_by=question.resolution_date.date().isoformat() if question.resolution_date else "its resolution date",
+            resolve_by=question.resolution_date.date().isoformat()
+            if question.resolution_date
+            else "its resolution date",
             variant=str(j + 1 + 1000 * self.seed),
             source=question_block(question),
         )
@@ -324,7 +330,9 @@ class ArbitrageForecaster(Forecaster):
         steps = [
             {
                 "check": e["check"],
-                "fields": {f: {"id": d["id"], "title": d["title"], "prob": d["elicited_prob"]} for f, d in e["data"].items()},
+                "fields": {
+                    f: {"id": d["id"], "title": d["title"], "prob": d["elicited_prob"]} for f, d in e["data"].items()
+                },
                 **{k: e[k] for k in ("weights", "prices", "violation", "certificate", "prob_before", "prob_after")},
             }
             for e in tree[1:]
@@ -376,7 +384,9 @@ def _load_pool(path: str) -> list[ForecastingQuestion]:
     return pool
 
 
-def _draw(pool: Sequence[ForecastingQuestion], x: ForecastingQuestion, k: int, seed: list[int]) -> list[ForecastingQuestion]:
+def _draw(
+    pool: Sequence[ForecastingQuestion], x: ForecastingQuestion, k: int, seed: list[int]
+) -> list[ForecastingQuestion]:
     """``k`` distinct pool questions other than x, from x's category when it has enough."""
     others = [q for q in pool if q.id != x.id and q.title != x.title]
     category = (x.metadata or {}).get("category")
