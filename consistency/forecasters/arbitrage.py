@@ -291,7 +291,8 @@ class ArbitrageForecaster(Forecaster):
     async def _related(self, question: ForecastingQuestion, j: int, k: int) -> list[ForecastingQuestion]:
         """``k`` questions about the same events as x; check ``j`` gets its own (seeded by ``j``)."""
         if self.pool is not None:
-            return _draw(self.pool, question, k, [self.seed, j, int(text_key(question), 16)])
+            groups = await _ranked_groups(self.pool, question, k, [self.seed, int(text_key(question), 16)])
+            return groups[j % len(groups)]  # the j-th most related group: repeated checks differ
         if self.model is None or getattr(self, "llm", None) is None:
             raise ForecastError("related questions need a model (-F model=SPEC) or a pool (-F related=FILE)")
         prompt = render(
@@ -384,15 +385,33 @@ def _load_pool(path: str) -> list[ForecastingQuestion]:
     return pool
 
 
-def _draw(
+#: Candidate groups of related questions drawn from a pool before ranking them by similarity to x.
+POOL_CANDIDATES = 64
+
+
+async def _ranked_groups(
     pool: Sequence[ForecastingQuestion], x: ForecastingQuestion, k: int, seed: list[int]
-) -> list[ForecastingQuestion]:
-    """``k`` distinct pool questions other than x, from x's category when it has enough."""
+) -> list[list[ForecastingQuestion]]:
+    """Groups of ``k`` distinct pool questions other than x (from x's category when it has enough),
+    most related to x first: a seeded sample ranked by the generators' relevance ranking
+    (embedding similarity of the titles, lexical: no model call)."""
+    from ..embeddings import LexicalEmbedder
+    from ..generate.relevance import RelevanceRanker
+
     others = [q for q in pool if q.id != x.id and q.title != x.title]
     category = (x.metadata or {}).get("category")
     near = [q for q in others if category is not None and (q.metadata or {}).get("category") == category]
     candidates = near if len(near) >= k else others
     if len(candidates) < k:
         raise ForecastError(f"the related-question pool has {len(candidates)} questions besides x, {k} needed")
-    picked = np.random.default_rng(seed).choice(len(candidates), size=k, replace=False)
-    return [candidates[int(i)] for i in picked]
+    rng = np.random.default_rng(seed)
+    seen, groups = set(), []
+    for _ in range(4 * POOL_CANDIDATES):
+        picked = tuple(int(i) for i in rng.choice(len(candidates), size=k, replace=False))
+        if picked not in seen:
+            seen.add(picked)
+            groups.append({"P": x, **{f"B{n}": candidates[i] for n, i in enumerate(picked)}})
+        if len(groups) >= POOL_CANDIDATES:
+            break
+    ranked = await RelevanceRanker(LexicalEmbedder()).rank(groups, None, len(groups))
+    return [[r.bases[f"B{n}"] for n in range(k)] for r in ranked]
