@@ -156,6 +156,7 @@ class ArbitrageForecaster(Forecaster):
         self.stats = ArbitrageStats()
         self._memo: dict[tuple[int, str], asyncio.Future[Node]] = {}
         self._tuples: dict[tuple[str, int], asyncio.Future[dict[str, ForecastingQuestion]]] = {}
+        self._groups: dict[tuple[str, int], asyncio.Future[list[list[ForecastingQuestion]]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sidecar: AppendLog | None = None
         self._written: set[tuple[int, str]] = set()
@@ -189,7 +190,7 @@ class ArbitrageForecaster(Forecaster):
     async def forecast(self, question: ForecastingQuestion) -> Forecast:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # futures belong to one event loop: a new loop is a new run
-            self._loop, self._memo, self._tuples = loop, {}, {}
+            self._loop, self._memo, self._tuples, self._groups = loop, {}, {}, {}
         token = _budget.set(_Budget(self.max_calls))
         try:
             node = await self._node(question, self.depth)
@@ -291,7 +292,11 @@ class ArbitrageForecaster(Forecaster):
     async def _related(self, question: ForecastingQuestion, j: int, k: int) -> list[ForecastingQuestion]:
         """``k`` questions about the same events as x; check ``j`` gets its own (seeded by ``j``)."""
         if self.pool is not None:
-            groups = await _ranked_groups(self.pool, question, k, [self.seed, int(text_key(question), 16)])
+            key = (text_key(question), k)
+            if key not in self._groups:  # ranked once per question, shared by its checks
+                seed = [self.seed, int(key[0], 16)]
+                self._groups[key] = asyncio.ensure_future(_ranked_groups(self.pool, question, k, seed))
+            groups = await asyncio.shield(self._groups[key])
             return groups[j % len(groups)]  # the j-th most related group: repeated checks differ
         if self.model is None or getattr(self, "llm", None) is None:
             raise ForecastError("related questions need a model (-F model=SPEC) or a pool (-F related=FILE)")
