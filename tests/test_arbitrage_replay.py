@@ -184,6 +184,11 @@ def test_our_forecasters_trees_replay_exactly_and_rescore(tmp_path, monkeypatch)
     assert r.forecasts == 6 and sorted(r.by_depth) == [1, 2]
     assert r.max_diff < 1e-9 and r.negative_profit == 0
     assert one(run.run_dir / "NegChecker.jsonl", "cf").max_diff > 1e-3  # NP: the rules differ
+    with ScriptedServer(hypocritical_rule()) as srv:
+        base = BasicForecaster(srv.model_spec())
+        cf = ArbitrageForecaster(base, checks=["neg", "para"], depth=2, instantiator="template", weights="cf")
+        run = evaluate(cf, checks=["neg"], limit=3, out=tmp_path / "cf", options=RunOptions(llm=settings))
+    assert one(run.run_dir / "NegChecker.jsonl", "cf").max_diff < 1e-9
     report = score_path([tmp_path / "exact"])
     assert not report.errors and report.files[0].stats()["default"].num_samples == 3
 

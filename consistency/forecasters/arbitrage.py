@@ -35,7 +35,7 @@ from ..metrics import ARBITRAGE_THRESHOLD
 from ..metrics.arbitraging import Step, arbitrage_step, step_weights, weight_rule
 from ..models import Forecast, ForecastingQuestion
 from ..prompts import question_block, render
-from .base import Forecaster, ForecastError
+from .base import Forecaster, ForecastError, note_call
 
 log = logging.getLogger(__name__)
 
@@ -310,6 +310,7 @@ class ArbitrageForecaster(Forecaster):
             source=question_block(question),
         )
         result = await self.llm.structured(self.model, [{"role": "user", "content": prompt}], RelatedQuestions)
+        note_call(result)
         if not result.ok:
             raise ForecastError(f"related questions for check {j + 1}: {result.error}", result.raw)
         found = [q for q in result.value.questions if q.title.strip() != question.title.strip()][:k]
