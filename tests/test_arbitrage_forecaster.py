@@ -188,11 +188,16 @@ def test_run_dir_has_trees_a_sidecar_and_budget_failures_are_recorded(server, tm
     lines = [json.loads(x) for x in (result.run_dir / "arbitrage_steps.jsonl").read_text().splitlines()]
     assert {line["depth"] for line in lines} == {1, 2}
     assert len({(line["depth"], line["key"]) for line in lines}) == len(lines)  # one line per (depth, question)
-    step = lines[0]["steps"][0]
-    assert {"fields", "weights", "prices", "violation", "certificate", "prob_before", "prob_after"} <= set(step)
+    step = lines[0]["tree"][1]
+    assert {"data", "weights", "prices", "violation", "certificate", "prob_before", "prob_after"} <= set(step)
     record = json.loads((result.run_dir / "forecasts.jsonl").read_text().splitlines()[0])
     tree = record["forecast"]["metadata"]
-    assert tree[0]["name"] == "P" and isinstance(tree[0]["elicitation_metadata"], list)  # nested: depth 2
+    # forecasts.jsonl keeps one level; the depth-1 trees below are the sidecar's lines, referred to by key
+    ref = tree[0]["elicitation_metadata"]
+    assert tree[0]["name"] == "P" and ref["arbitrage_steps"] == "arbitrage_steps.jsonl" and ref["depth"] == 1
+    assert (1, ref["key"]) in {(line["depth"], line["key"]) for line in lines}
+    top = next(line for line in lines if line["depth"] == 2 and line["question_id"] == record["question_id"])
+    assert record["forecast"]["prob"] == top["prob"]
 
 
 def test_cost_limit_is_a_recorded_failure(server, tmp_path, monkeypatch):

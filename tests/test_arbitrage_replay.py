@@ -191,6 +191,13 @@ def test_our_forecasters_trees_replay_exactly_and_rescore(tmp_path, monkeypatch)
     assert one(run.run_dir / "NegChecker.jsonl", "cf").max_diff < 1e-9
     report = score_path([tmp_path / "exact"])
     assert not report.errors and report.files[0].stats()["default"].num_samples == 3
+    # the written trees are whole (no references into the run's sidecar): they replay anywhere
+    assert one(tmp_path / "exact" / "NegChecker.jsonl").max_diff < 1e-9
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "NegChecker.jsonl").write_text((run.run_dir / "NegChecker.jsonl").read_text())
+    with pytest.raises(ReplayError, match=r"arbitrage_steps\.jsonl"):
+        one(alone / "NegChecker.jsonl")
 
 
 def test_cli_replay_table_json_and_errors(tmp_path):

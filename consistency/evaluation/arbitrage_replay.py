@@ -4,7 +4,8 @@ A call tree (the metadata of the paper's ``ConsistentForecaster_*`` forecasts, a
 list: x's own answer ``{"name": "P", "elicited_prob", "elicitation_metadata"}``, then one entry
 per check ``{"name": "<Checker>", "data": {field: {...question, "elicited_prob",
 "elicitation_metadata"}}}``; a nested ``elicitation_metadata`` that is itself such a list is the
-tree one level down. Each node is recomputed twice: *locally*, from its children's stored values
+tree one level down (in our run directories, a reference to that tree's line in
+``arbitrage_steps.jsonl``). Each node is recomputed twice: *locally*, from its children's stored values
 (how far each stored step is from the exact one), and *bottom-up*, from recomputed children (the
 exact re-computation of the whole run, which ``write_replayed`` writes out).
 """
@@ -21,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from ..checks import Check, get_check
+from ..forecasters.arbitrage import SIDECAR
 from ..jsonl import LineError, atomic_write, dump_line, iter_json_lines
 from ..metrics.arbitrage import arbitrage
 from ..metrics.arbitraging import arbitrage_step, min_profit, step_weights, weight_rule
+from .rundir import JOURNAL, TRANSCRIPT
 
 #: A stored step whose trade can lose more than this (nats) counts as a negative guaranteed profit.
 PROFIT_TOLERANCE = 1e-9
@@ -93,12 +96,40 @@ class FileReplay:
         }
 
 
+def is_reference(value: Any) -> bool:
+    """Our run directories keep trees below the top level in the sidecar, referred to by (depth, key)."""
+    return isinstance(value, dict) and value.get("arbitrage_steps") == SIDECAR and {"depth", "key"} <= set(value)
+
+
+class Sidecar:
+    """The one-level trees of a run directory's ``arbitrage_steps.jsonl``, by (depth, key); read when first needed."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / SIDECAR
+        self._trees: dict[tuple[int, str], Any] | None = None
+
+    def tree(self, ref: dict[str, Any]) -> Any:
+        if self._trees is None:
+            if not self.path.is_file():
+                raise ReplayError(f"the tree refers to {self.path}, which does not exist")
+            self._trees = {}
+            for number, obj in iter_json_lines(self.path):
+                if isinstance(obj, LineError) or not {"depth", "key", "tree"} <= set(obj):
+                    raise ReplayError(f"{self.path}:{number}: not an arbitrage step line")
+                self._trees[(obj["depth"], obj["key"])] = obj["tree"]
+        found = self._trees.get((ref["depth"], ref["key"]))
+        if found is None:
+            raise ReplayError(f"{self.path} has no line for depth {ref['depth']}, key {ref['key']}")
+        return found
+
+
 @dataclass
 class Replayer:
     """Recomputes trees with one weight rule, accumulating statistics into ``stats``."""
 
     rule: str = "accumulate"
     stats: FileReplay = field(default_factory=lambda: FileReplay(""))
+    sidecar: Sidecar | None = None
 
     def __post_init__(self) -> None:
         self.rule = weight_rule(self.rule)
@@ -154,6 +185,10 @@ class Replayer:
         if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 1:
             raise ReplayError(f"elicited_prob must be a probability, got {value!r}")
         meta = entry.get("elicitation_metadata")
+        if is_reference(meta):
+            if self.sidecar is None:
+                raise ReplayError("the tree refers to an arbitrage_steps.jsonl; replay it inside its run directory")
+            meta = self.sidecar.tree(meta)
         if is_tree(meta):
             return self.replay(meta, float(value))
         return float(value), meta, 0
@@ -193,7 +228,9 @@ def forecast_files(path: str | Path) -> list[Path]:
     if source.is_file():
         return [source]
     if source.is_dir():
-        files = sorted(p for p in source.glob("*.jsonl") if p.name not in ("config.jsonl",))
+        # a run directory's journal, transcript and sidecar are not forecast files
+        skip = {"config.jsonl", JOURNAL, TRANSCRIPT, SIDECAR}
+        files = sorted(p for p in source.glob("*.jsonl") if p.name not in skip)
         if files:
             return files
         raise ReplayError(f"{source}: no .jsonl forecast files")
@@ -212,7 +249,7 @@ def _forecasts(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 def replay_file(path: str | Path, rule: str = "accumulate", write_to: Path | None = None) -> FileReplay:
     """Replay every call tree in one file; with ``write_to``, write it with recomputed values."""
-    replayer = Replayer(rule, FileReplay(str(path)))
+    replayer = Replayer(rule, FileReplay(str(path)), Sidecar(Path(path).parent))
     out_lines: list[str] = []
     # a question shared by several tuples carries the same tree: replay it once
     done: dict[str, tuple[float, Any]] = {}

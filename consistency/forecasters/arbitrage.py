@@ -10,8 +10,9 @@ base model never sees the same prompt twice.
 
 Each forecast's metadata is its call tree in the shape of the paper's published files (a list:
 x's own answer, then per check the other fields with their answers and nested trees) plus the
-weights, prices, violation and certificate of each step. ``arbitrage_steps.jsonl`` in the run
-directory has one flat line per (depth, question).
+weights, prices, violation and certificate of each step. In a run directory the nested trees are
+kept out of ``forecasts.jsonl``: ``arbitrage_steps.jsonl`` has one line per (depth, question)
+holding that node's one-level tree, and a child's ``elicitation_metadata`` refers to its line.
 """
 
 from __future__ import annotations
@@ -218,7 +219,11 @@ class ArbitrageForecaster(Forecaster):
         x = await self._node(question, r - 1)
         p, w = x.prob, 1.0
         tree: list[dict[str, Any]] = [
-            {"name": self.checks[0].field_names[0], "elicited_prob": x.prob, "elicitation_metadata": x.tree}
+            {
+                "name": self.checks[0].field_names[0],
+                "elicited_prob": x.prob,
+                "elicitation_metadata": self._sub(x, question, r - 1),
+            }
         ]
         for j, check in enumerate(self.checks):
             slot, others = check.field_names[0], check.field_names[1:]
@@ -233,7 +238,8 @@ class ArbitrageForecaster(Forecaster):
                 check, {slot: p, **{f: a.prob for f, a in zip(others, answers, strict=True)}}, weights
             )
             applied = not (self.only_if_violated and step.violation <= ARBITRAGE_THRESHOLD)
-            tree.append(_step_entry(check, fields, others, answers, step, applied))
+            metas = [self._sub(a, fields[f], r - 1) for f, a in zip(others, answers, strict=True)]
+            tree.append(_step_entry(check, fields, others, answers, metas, step, applied))
             p, w = (step.after if applied else p), w_next
         self._write_sidecar(r, question, p, tree)
         return Node(p, tree)
@@ -329,24 +335,20 @@ class ArbitrageForecaster(Forecaster):
         ]
 
     # ----------------------------------------------------------------- sidecar
+    def _sub(self, node: Node, question: ForecastingQuestion, depth: int) -> Any:
+        """A child's tree as recorded: in a run directory, trees below the top level are the
+        sidecar's lines, referred to by (depth, key); outside one, the whole tree inline."""
+        if self._sidecar is None or depth < 1:
+            return node.tree
+        return {"arbitrage_steps": SIDECAR, "depth": depth, "key": text_key(question)}
+
     def _write_sidecar(self, r: int, question: ForecastingQuestion, prob: float, tree: list[dict[str, Any]]) -> None:
         key = text_key(question)
         if self._sidecar is None or (r, key) in self._written:
             return
         self._written.add((r, key))
-        steps = [
-            {
-                "check": e["check"],
-                "fields": {
-                    f: {"id": d["id"], "title": d["title"], "prob": d["elicited_prob"]} for f, d in e["data"].items()
-                },
-                **{k: e[k] for k in ("weights", "prices", "violation", "certificate", "prob_before", "prob_after")},
-            }
-            for e in tree[1:]
-            if "skipped" not in e
-        ]
         line = {"depth": r, "key": key, "question_id": question.id, "title": question.title, "prob": prob}
-        self._sidecar.append(line | {"x_prob": tree[0]["elicited_prob"], "steps": steps})
+        self._sidecar.append(line | {"tree": tree})
 
 
 def _step_entry(
@@ -354,13 +356,14 @@ def _step_entry(
     fields: dict[str, ForecastingQuestion],
     others: Sequence[str],
     answers: Sequence[Node],
+    metas: Sequence[Any],
     step: Step,
     applied: bool,
 ) -> dict[str, Any]:
     """One check of a call tree: the published shape (``name``, ``data``) plus how the step went."""
     data = {
-        f: {**fields[f].model_dump(mode="json"), "elicited_prob": a.prob, "elicitation_metadata": a.tree}
-        for f, a in zip(others, answers, strict=True)
+        f: {**fields[f].model_dump(mode="json"), "elicited_prob": a.prob, "elicitation_metadata": m}
+        for f, a, m in zip(others, answers, metas, strict=True)
     }
     return {
         "name": check.class_name,
