@@ -320,3 +320,13 @@ def test_a_run_with_budget_failures_resumes_without_duplicate_sidecar_lines(serv
     assert not done.failures and done.meta["status"] == "complete"
     lines = [json.loads(x) for x in (done.run_dir / "arbitrage_steps.jsonl").read_text().splitlines()]
     assert len({(line["depth"], line["key"]) for line in lines}) == len(lines)
+
+
+def test_the_hypocritical_rule_is_incoherent_and_deterministic():
+    p = hypocritical_probability(f"Question: {X.title}")
+    neg = hypocritical_probability(f"Question: Will \u201c{X.title}\u201d resolve NO?\nResolution criteria: ...")
+    para = hypocritical_probability(f"Question: Will the following question resolve YES: \u201c{X.title}\u201d?")
+    assert p == hypocritical_probability(f"Question: {X.title}")  # a pure function of the text
+    assert all(0.01 <= v <= 0.99 for v in (p, neg, para))
+    assert p + neg > 1.0  # both lean YES
+    assert para != p  # two wordings disagree
