@@ -23,6 +23,7 @@ COMMANDS = (
     "compare",
     "correlate",
     "proxy",
+    "arbitrage",
     "version",
 )
 
