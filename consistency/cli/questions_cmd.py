@@ -189,3 +189,96 @@ def verify_cmd(
         return report
 
     _report(asyncio.run(run()))
+
+
+def _day_option(value: str | None, flag: str):
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        err.print(f"[red]error[/red] {flag} must be a date YYYY-MM-DD, got {escape(value)!r}")
+        raise typer.Exit(2) from None
+
+
+@app.command("scrape")
+def scrape_cmd(
+    source: Annotated[str, typer.Argument(help="metaculus, manifold or polymarket.")],
+    out_path: Out,
+    n: Annotated[int | None, typer.Option("-n", help="Stop after this many new questions (default: all).")] = None,
+    status: Annotated[str, typer.Option(help="resolved, open or all.")] = "resolved",
+    resolved_after: Annotated[str | None, typer.Option(help="Earliest resolution date kept (YYYY-MM-DD).")] = None,
+    resolved_before: Annotated[str | None, typer.Option(help="Latest resolution date kept (YYYY-MM-DD).")] = None,
+    created_after: Annotated[str | None, typer.Option(help="Earliest creation date kept (YYYY-MM-DD).")] = None,
+    min_forecasters: Annotated[int | None, typer.Option(help="Metaculus: fewest forecasters kept.")] = None,
+    min_volume: Annotated[float | None, typer.Option(help="Manifold/Polymarket: least traded volume kept.")] = None,
+    min_traders: Annotated[int | None, typer.Option(help="Manifold: fewest distinct traders kept.")] = None,
+    search: Annotated[str | None, typer.Option(help="Only questions matching this text.")] = None,
+    min_days: Annotated[float, typer.Option(help="Drop questions resolving sooner than this after creation.")] = 3.0,
+    resume: Annotated[bool, typer.Option(help="Carry on from where the last run on --out stopped.")] = False,
+    base_url: Annotated[str | None, typer.Option(help="API root (a mirror, or a local fixture server).")] = None,
+    rpm: Annotated[
+        float | None, typer.Option(help="Requests a minute (default: the source's polite rate; 0: none).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
+    timeout: Annotated[float, typer.Option(help="Seconds per request before it is retried.")] = 30.0,
+    max_attempts: Annotated[int, typer.Option(help="Attempts per page on 429/5xx/timeouts.")] = 6,
+    cache_dir: Annotated[Path | None, typer.Option(help="Raw page cache (default: <cache>/pages).")] = None,
+    offline: Annotated[bool, typer.Option(help="Use cached pages only (re-parse without the network).")] = False,
+    refresh: Annotated[bool, typer.Option(help="Fetch pages again even when cached.")] = False,
+) -> None:
+    """Binary questions from a forecasting platform, appended to --out (de-duplicated by source id)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..sources import SOURCES, FatalHTTPError, HttpSettings, ScrapeOptions, scrape
+
+    if source not in SOURCES:
+        err.print(f"[red]error[/red] unknown source {escape(source)!r}; choose one of {', '.join(SOURCES)}")
+        raise typer.Exit(2)
+    if status not in ("resolved", "open", "all"):
+        err.print(f"[red]error[/red] --status must be resolved, open or all, got {escape(status)!r}")
+        raise typer.Exit(2)
+    opts = ScrapeOptions(
+        status=status, resolved_after=_day_option(resolved_after, "--resolved-after"),
+        resolved_before=_day_option(resolved_before, "--resolved-before"),
+        created_after=_day_option(created_after, "--created-after"), min_forecasters=min_forecasters,
+        min_volume=min_volume, min_traders=min_traders, search=search, min_days=min_days,
+    )  # fmt: skip
+    src = SOURCES[source]()
+    http = HttpSettings(
+        requests_per_minute=src.default_rpm if rpm is None else (rpm or None), concurrency=concurrency,
+        timeout=timeout, max_attempts=max_attempts, offline=offline, refresh=refresh,
+    )  # fmt: skip
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+               TimeElapsedColumn())  # fmt: skip
+    with Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task(f"scraping {source}", total=n, info="")
+
+        def on_page(report) -> None:
+            skipped = sum(report.skipped.values())
+            info = f"{report.pages} pages, {skipped} skipped, {report.already} already there"
+            progress.update(task, completed=report.written, info=info)
+
+        try:
+            report = asyncio.run(
+                scrape(src, out_path, opts, n=n, base_url=base_url, http=http, cache_root=cache_dir, resume=resume,
+                       on_page=on_page)
+            )  # fmt: skip
+        except FatalHTTPError as exc:
+            err.print(f"[red]error[/red] {escape(exc.reason)} ({escape(exc.url)})")
+            raise typer.Exit(1) from None
+        except ValueError as exc:
+            err.print(f"[red]error[/red] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+    out.print(
+        f"{report.written} new {source} question(s) in {escape(str(report.path))}"
+        + (f" ({report.already} already there)" if report.already else "")
+    )
+    for reason, count in report.skipped.most_common():
+        out.print(f"  skipped {count}: {escape(reason)}")
+    out.print(
+        f"  {report.pages} page(s), {report.requests} request(s), {report.retries} retried, "
+        f"{report.cache_hits} from the page cache" + ("" if report.finished else "; more remain (--resume)")
+    )
+    for bad in report.bad_pages:
+        out.print(f"  unusable page: {escape(bad.url)}: {escape(bad.reason)}")

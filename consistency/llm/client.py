@@ -10,7 +10,6 @@ the raw text the model gave, so a run never dies of one bad answer.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import itertools
 import json
 import logging
@@ -27,11 +26,12 @@ import openai
 from instructor.core import InstructorRetryException
 from instructor.v2.core.function_calls import response_schema
 from pydantic import BaseModel, ValidationError
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from .accounting import RunStats, Transcript, Usage
 from .cache import ResponseCache, cache_key
 from .limits import RateLimiter
+from .retry import backoff_wait, transient_status
 from .secrets import api_key, optional_key, redact
 from .specs import ModelSpec, parse_model_spec
 
@@ -350,11 +350,7 @@ class LLM:
         return LLMResult(None, error=f"cost limit of ${limit:g} reached; call not made")
 
     def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        hinted = _retry_after(exc)
-        if hinted is not None:
-            return min(hinted, self.settings.max_backoff)
-        return wait_random_exponential(multiplier=0.5, max=self.settings.max_backoff)(state)
+        return backoff_wait(state, self.settings.max_backoff)
 
     def _before_retry(self, state: RetryCallState) -> None:
         self.stats.retries += 1
@@ -411,14 +407,11 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- error helpers
-_TRANSIENT_STATUS = {408, 409, 425, 429}
-
-
 def _transient(exc: BaseException) -> bool:
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError)):
         return True
     if isinstance(exc, openai.APIStatusError):
-        return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+        return transient_status(exc.status_code)
     return isinstance(exc, (json.JSONDecodeError, httpx2.TransportError))
 
 
@@ -427,27 +420,6 @@ def _root_cause(exc: BaseException) -> BaseException | None:
     while isinstance(cause, InstructorRetryException) and cause.__cause__ is not None:
         cause = cause.__cause__
     return cause
-
-
-def _retry_after(exc: BaseException | None) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(parsed.timestamp() - time.time(), 0.0) if parsed else None
 
 
 def _describe(exc: BaseException | None) -> str:

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 #: Environment variables that may hold secrets; their values are scrubbed from any text we keep.
-KEY_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "CC_API_KEY")
+KEY_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "CC_API_KEY", "METACULUS_TOKEN", "NEWSAPI_KEY")
 _KEY_PATTERN = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-]{8,}|\bBearer\s+[A-Za-z0-9_\-.]{8,}")
 
 

@@ -1,0 +1,193 @@
+"""A polite JSON client for public web APIs: one async HTTP client, a per-source rate limit,
+the LLM layer's retry policy, and an on-disk cache of raw pages.
+
+Pages are cached by URL (never by header, so tokens stay out of the cache): a re-run, or a run
+after a parser fix, reads them back without the network (``offline``), and ``refresh`` fetches
+them anew. Only pages that parse as JSON are cached, so a truncated page is fetched again next time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from ..llm.limits import RateLimiter
+from ..llm.retry import backoff_wait, transient_status
+from ..llm.secrets import redact
+
+log = logging.getLogger(__name__)
+
+
+class FetchError(Exception):
+    """A page that could not be had: ``url`` and a one-line ``reason`` (no secrets)."""
+
+    def __init__(self, url: str, reason: str, status: int | None = None) -> None:
+        super().__init__(f"{url}: {reason}")
+        self.url, self.reason, self.status = url, redact(reason), status
+
+
+class MalformedPage(FetchError):
+    """The server answered 200 with a body that is not the JSON we expect (truncated, HTML, ...)."""
+
+
+class FatalHTTPError(FetchError):
+    """An answer no retry can change (401, 403, 404, ...): the run stops."""
+
+
+class _Transient(Exception):
+    def __init__(self, status: int, response: httpx2.Response) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status, self.response = status, response
+
+
+class PageCache:
+    """Raw response bodies on disk, one file per URL (``<root>/<sha256 of url>.json``)."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def _path(self, url: str) -> Path:
+        digest = hashlib.sha256(url.encode("utf-8")).hexdigest()
+        return self.root / digest[:2] / f"{digest}.json"
+
+    def get(self, url: str) -> str | None:
+        try:
+            data = json.loads(self._path(url).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data.get("body") if data.get("url") == url else None
+
+    def put(self, url: str, body: str) -> None:
+        path = self._path(url)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"url": url, "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "body": body}, fh)
+        os.replace(tmp, path)
+
+
+@dataclass
+class FetchStats:
+    requests: int = 0
+    retries: int = 0
+    cache_hits: int = 0
+
+
+@dataclass
+class HttpSettings:
+    """How a source is fetched; none of it changes what is scraped."""
+
+    requests_per_minute: float | None = None  # None: no limit
+    concurrency: int = 4
+    timeout: float = 30.0
+    max_attempts: int = 6
+    max_backoff: float = 60.0
+    offline: bool = False  # cached pages only
+    refresh: bool = False  # ignore cached pages (still write them)
+
+
+def full_url(url: str, params: dict[str, Any] | None = None) -> str:
+    """The URL with its query string, as sent (also the cache key)."""
+    clean = {k: v for k, v in (params or {}).items() if v is not None}
+    return str(httpx2.Request("GET", url, params=clean).url)
+
+
+class WebClient:
+    """GET JSON pages politely. Use ``async with WebClient(...) as web``."""
+
+    def __init__(
+        self, name: str, settings: HttpSettings, cache: PageCache | None, headers: dict[str, str] | None = None
+    ) -> None:
+        self.name, self.settings, self.cache = name, settings, cache
+        self.stats = FetchStats()
+        self._headers = {"Accept": "application/json", "User-Agent": "consistency-scraper", **(headers or {})}
+        self._client: httpx2.AsyncClient | None = None
+        self._gate = asyncio.Semaphore(max(1, settings.concurrency))
+        rpm = settings.requests_per_minute
+        self._rate = RateLimiter(rpm) if rpm else None
+
+    async def __aenter__(self) -> WebClient:
+        if not self.settings.offline:
+            self._client = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(self.settings.timeout),
+                limits=httpx2.Limits(max_connections=max(1, self.settings.concurrency) + 2),
+                headers=self._headers,
+                follow_redirects=True,
+            )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def get_json(self, url: str, params: dict[str, Any] | None = None) -> Any:
+        """The decoded page at ``url``: from the cache, or fetched (with retries) and cached."""
+        target = full_url(url, params)
+        if self.cache is not None and not self.settings.refresh:
+            body = self.cache.get(target)
+            if body is not None:
+                self.stats.cache_hits += 1
+                return json.loads(body)
+        if self.settings.offline or self._client is None:
+            raise FatalHTTPError(target, "not in the page cache and --offline was given")
+        body = await self._fetch(target)
+        try:
+            value = json.loads(body)
+        except ValueError as exc:
+            raise MalformedPage(target, f"not valid JSON ({exc.msg} at char {exc.pos} of {len(body)})") from None
+        if self.cache is not None:
+            self.cache.put(target, body)
+        return value
+
+    async def _fetch(self, target: str) -> str:
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.settings.max_attempts),
+            wait=lambda state: backoff_wait(state, self.settings.max_backoff),
+            retry=retry_if_exception(_transient),
+            reraise=True,
+            before_sleep=self._before_retry,
+        )
+        async with self._gate:
+            try:
+                async for attempt in retrying:
+                    with attempt:
+                        if self._rate:
+                            await self._rate.acquire()
+                        self.stats.requests += 1
+                        response = await self._client.get(target)  # type: ignore[union-attr]
+                        if response.status_code == 200:
+                            return response.text
+                        if transient_status(response.status_code):
+                            raise _Transient(response.status_code, response)
+                        raise FatalHTTPError(target, _status_reason(response), response.status_code)
+            except _Transient as exc:
+                raise FetchError(target, f"HTTP {exc.status} after {self.settings.max_attempts} attempts") from None
+            except httpx2.TransportError as exc:
+                kind = type(exc).__name__
+                raise FetchError(target, f"{kind} after {self.settings.max_attempts} attempts: {exc}") from None
+        raise AssertionError("unreachable")
+
+    def _before_retry(self, state: RetryCallState) -> None:
+        self.stats.retries += 1
+        exc = state.outcome.exception() if state.outcome else None
+        log.info("%s: retrying after %s (attempt %d)", self.name, redact(str(exc)), state.attempt_number)
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, (_Transient, httpx2.TransportError))
+
+
+def _status_reason(response: httpx2.Response) -> str:
+    text = " ".join(response.text.split())[:200]
+    return f"HTTP {response.status_code}" + (f": {text}" if text else "")

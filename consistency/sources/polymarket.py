@@ -1,0 +1,107 @@
+"""Polymarket: the Gamma market-data API, ``GET /markets`` (no key, about 300 requests per 10 s).
+
+``closed`` defaults to false server-side, so resolved markets need ``closed=true``. ``outcomes``
+and ``outcomePrices`` are JSON-encoded strings; a binary market has outcomes ["Yes", "No"], and a
+settled one has prices exactly 1 and 0. The listing has no trader count and no text search:
+``--search`` filters titles here, ``--min-traders`` is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..models import ForecastingQuestion
+from .http import WebClient
+from .scrape import ScrapeOptions, Skip, iso_datetime, join_body, market_probability, question_id
+
+
+def _json_list(value: Any) -> list[Any]:
+    parsed = json.loads(value) if isinstance(value, str) else value
+    if not isinstance(parsed, list):
+        raise ValueError("expected a JSON list")
+    return parsed
+
+
+class Polymarket:
+    name = "polymarket"
+    default_base_url = "https://gamma-api.polymarket.com"
+    default_rpm = 600.0  # well under 300 per 10 s
+    page_size = 100
+
+    def check(self, opts: ScrapeOptions) -> None:
+        if opts.min_traders is not None:
+            raise ValueError("Polymarket's market listing has no trader count: use --min-volume")
+        if opts.min_forecasters is not None:
+            raise ValueError("Polymarket has trades, not forecasters: use --min-volume")
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def queries(self, opts: ScrapeOptions) -> list[dict[str, Any]]:
+        base: dict[str, Any] = {"order": "endDate", "ascending": "false"}
+        if opts.resolved_after:
+            base["end_date_min"] = f"{opts.resolved_after - timedelta(days=1)}T00:00:00Z"
+        if opts.resolved_before:
+            base["end_date_max"] = f"{opts.resolved_before + timedelta(days=1)}T23:59:59Z"
+        if opts.min_volume is not None:
+            base["volume_num_min"] = opts.min_volume
+        closed = {"resolved": ["true"], "open": ["false"], "all": ["true", "false"]}[opts.status]
+        return [{**base, "closed": c} for c in closed]
+
+    def page(self, base_url: str, query: dict[str, Any], offset: int) -> tuple[str, dict[str, Any]]:
+        return f"{base_url}/markets", {**query, "limit": self.page_size, "offset": offset}
+
+    def parse_page(self, data: Any) -> tuple[list[dict[str, Any]], bool]:
+        if not isinstance(data, list):
+            raise ValueError("expected a list of markets")
+        return [m for m in data if isinstance(m, dict)], bool(data)
+
+    def item_id(self, item: dict[str, Any]) -> str:
+        return str(item["id"])
+
+    def question(self, m: dict[str, Any], opts: ScrapeOptions, now: datetime) -> ForecastingQuestion | Skip:
+        outcomes = [str(o) for o in _json_list(m.get("outcomes") or "[]")]
+        if [o.lower() for o in outcomes] != ["yes", "no"]:
+            return Skip(f"not binary ({len(outcomes)} outcomes)")
+        title = str(m.get("question") or "").strip()
+        if opts.search and opts.search.lower() not in title.lower():
+            return Skip("does not match --search")
+        prices = [float(p) for p in _json_list(m.get("outcomePrices") or "[]")]
+        resolution = None
+        if m.get("closed"):
+            if prices == [1.0, 0.0]:
+                resolution = True
+            elif prices == [0.0, 1.0]:
+                resolution = False
+            else:
+                return Skip("closed without a 0/1 settlement")
+        volume = float(m.get("volumeNum") or m.get("volume") or 0.0)
+        if opts.min_volume is not None and volume < opts.min_volume:
+            return Skip("too little volume")
+        end = iso_datetime(m.get("endDate"))
+        open_now = not m.get("closed") and (end is None or end > now)
+        metadata = {
+            "source_id": str(m["id"]),
+            "volume": volume,
+            "liquidity": m.get("liquidityNum"),
+            "closed_time": m.get("closedTime"),
+            "uma_resolution_status": m.get("umaResolutionStatus"),
+            "scraped_at": now.isoformat(),
+            **market_probability(open_now, prices[0] if prices else None),
+        }
+        return ForecastingQuestion(
+            id=question_id(self.name, str(m["id"])),
+            title=title,
+            body=join_body(("", m.get("description")), ("Resolution source", m.get("resolutionSource"))),
+            resolution_date=end,
+            created_date=iso_datetime(m.get("createdAt") or m.get("startDate")),
+            data_source=self.name,
+            url=f"https://polymarket.com/market/{m['slug']}" if m.get("slug") else None,
+            metadata=metadata,
+            resolution=resolution,
+        )
+
+    async def complete(self, q: ForecastingQuestion, web: WebClient, base_url: str) -> ForecastingQuestion | Skip:
+        return q

@@ -1,0 +1,319 @@
+"""Scrape binary questions from a forecasting platform into a questions JSONL.
+
+The driver pages through a source's listing (offset pagination, the next page fetched while the
+current one is parsed), turns each item into a :class:`ForecastingQuestion` or a skip reason,
+applies the filters every source shares (resolution window, creation date, minimum duration),
+and appends kept questions to the output at once, de-duplicated by source id. Its position is
+saved after every page in ``<out>.scrape.json`` so ``resume`` carries on where a run stopped;
+pages that cannot be used are recorded there with their URL and reason and skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
+
+from ..jsonl import AppendLog, write_json
+from ..models import ForecastingQuestion
+from ..paths import cache_dir
+from .http import FatalHTTPError, FetchError, HttpSettings, MalformedPage, PageCache, WebClient, full_url
+
+log = logging.getLogger(__name__)
+
+#: Namespace of scraped questions' ids: the same source question always gets the same id.
+NAMESPACE = uuid.UUID("6b1f3c52-9d0e-4a7b-8f41-3e2d5c7a9b10")
+
+Status = Literal["resolved", "open", "all"]
+
+
+class ScrapeOptions(BaseModel):
+    """What to keep. Dates are inclusive days in UTC."""
+
+    status: Status = "resolved"
+    resolved_after: date | None = None
+    resolved_before: date | None = None
+    created_after: date | None = None
+    min_forecasters: int | None = None
+    min_volume: float | None = None
+    min_traders: int | None = None
+    search: str | None = None
+    min_days: float = 3.0  # questions resolving sooner than this after creation are dropped (as the paper did)
+
+
+class Skip(str):
+    """Why an item was not kept (a short, countable reason)."""
+
+
+class Source(Protocol):
+    name: str
+    default_base_url: str
+    default_rpm: float
+
+    def check(self, opts: ScrapeOptions) -> None:
+        """Raise ValueError (one sentence) for options this source cannot honour."""
+
+    def headers(self) -> dict[str, str]: ...
+
+    def queries(self, opts: ScrapeOptions) -> list[dict[str, Any]]:
+        """The listing passes to make (most sources: one)."""
+
+    def page(self, base_url: str, query: dict[str, Any], offset: int) -> tuple[str, dict[str, Any]]: ...
+
+    def parse_page(self, data: Any) -> tuple[list[dict[str, Any]], bool]:
+        """The page's items and whether more pages follow; raise ValueError when it is not a page."""
+
+    def item_id(self, item: dict[str, Any]) -> str: ...
+
+    def question(self, item: dict[str, Any], opts: ScrapeOptions, now: datetime) -> ForecastingQuestion | Skip: ...
+
+    async def complete(self, q: ForecastingQuestion, web: WebClient, base_url: str) -> ForecastingQuestion | Skip:
+        """Anything the listing lacks (e.g. a description from a detail page)."""
+
+
+def question_id(source: str, source_id: str) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"{source}:{source_id}"))
+
+
+def join_body(*parts: tuple[str, str | None]) -> str:
+    """Body text from labelled parts (label '' for none), empty parts left out."""
+    out = []
+    for label, text in parts:
+        text = (text or "").strip()
+        if text:
+            out.append(f"{label}: {text}" if label else text)
+    return "\n\n".join(out)
+
+
+def market_probability(open_now: bool, prob: Any) -> dict[str, Any]:
+    """The market or community probability as metadata. It is ``market_prob`` only while the
+    question is open: once closed or resolved it has moved towards the answer (the paper's
+    scraped set leaked it this way), so it is kept as ``final_prob`` instead."""
+    try:
+        value = float(prob)
+    except (TypeError, ValueError):
+        return {}
+    if not 0.0 <= value <= 1.0:
+        return {}
+    return {"market_prob": value} if open_now else {"final_prob": value}
+
+
+@dataclass
+class BadPage:
+    url: str
+    reason: str
+
+
+@dataclass
+class ScrapeReport:
+    source: str
+    path: Path
+    written: int = 0
+    already: int = 0  # in the output from an earlier run
+    skipped: Counter = field(default_factory=Counter)
+    pages: int = 0
+    bad_pages: list[BadPage] = field(default_factory=list)
+    requests: int = 0
+    retries: int = 0
+    cache_hits: int = 0
+    finished: bool = False  # reached the end of the listing (not stopped by -n)
+
+    @property
+    def state_path(self) -> Path:
+        return state_path_for(self.path)
+
+
+def state_path_for(path: Path) -> Path:
+    return path.with_name(path.name + ".scrape.json")
+
+
+def _fingerprint(source: str, base_url: str, opts: ScrapeOptions) -> str:
+    text = json.dumps([source, base_url, opts.model_dump(mode="json")], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _shared_filter(q: ForecastingQuestion, opts: ScrapeOptions) -> Skip | None:
+    if opts.status == "resolved" and q.resolution is None:
+        return Skip("not resolved")
+    if opts.status == "open" and q.resolution is not None:
+        return Skip("already resolved")
+    when = q.resolution_date.date() if q.resolution_date else None
+    if (opts.resolved_after or opts.resolved_before) and when is None:
+        return Skip("no resolution date")
+    if opts.resolved_after and when < opts.resolved_after:
+        return Skip("resolution date before the window")
+    if opts.resolved_before and when > opts.resolved_before:
+        return Skip("resolution date after the window")
+    if opts.created_after and (q.created_date is None or q.created_date.date() < opts.created_after):
+        return Skip("created before --created-after")
+    if q.created_date and q.resolution_date and q.resolution_date - q.created_date < timedelta(days=opts.min_days):
+        return Skip(f"resolves within {opts.min_days:g} days of creation")
+    return None
+
+
+async def scrape(
+    source: Source,
+    out: str | Path,
+    opts: ScrapeOptions,
+    *,
+    n: int | None = None,
+    base_url: str | None = None,
+    http: HttpSettings | None = None,
+    cache_root: str | Path | None = None,
+    resume: bool = False,
+    on_page: Callable[[ScrapeReport], None] | None = None,
+) -> ScrapeReport:
+    """Append up to ``n`` new questions (all, when None) from ``source`` to ``out``.
+
+    Raises :class:`FatalHTTPError` for answers no retry can change (e.g. a missing token) and
+    ValueError for options the source cannot honour; pages that fail otherwise are recorded in
+    the report and skipped, and everything written before stays written.
+    """
+    source.check(opts)
+    base = (base_url or source.default_base_url).rstrip("/")
+    http = http or HttpSettings(requests_per_minute=source.default_rpm)
+    root = Path(cache_root) if cache_root else cache_dir() / "pages"
+    cache = PageCache(root / source.name)
+    report = ScrapeReport(source.name, Path(out))
+    fingerprint = _fingerprint(source.name, base, opts)
+    query_index, offset = 0, 0
+    if resume and report.state_path.exists():
+        state = json.loads(report.state_path.read_text(encoding="utf-8"))
+        if state.get("fingerprint") != fingerprint:
+            raise ValueError(
+                f"{report.state_path} was written by a scrape with other options or source; "
+                "rerun without --resume or with the same options"
+            )
+        query_index, offset = state["query_index"], state["offset"]
+        report.bad_pages = [BadPage(**b) for b in state.get("bad_pages", [])]
+    queries = source.queries(opts)
+    now = datetime.now(UTC)
+
+    def save(done: bool) -> None:
+        write_json(
+            report.state_path,
+            {
+                "source": source.name,
+                "base_url": base,
+                "options": opts.model_dump(mode="json"),
+                "fingerprint": fingerprint,
+                "query_index": query_index,
+                "offset": offset,
+                "finished": done,
+                "bad_pages": [b.__dict__ for b in report.bad_pages],
+            },
+        )
+
+    async with WebClient(source.name, http, cache, source.headers()) as web:
+        with AppendLog(report.path) as log_out:
+            seen = {str(obj.get("id")) for obj in log_out.existing}
+
+            async def fetch(qi: int, off: int) -> tuple[list[dict[str, Any]], bool] | BadPage:
+                url, params = source.page(base, queries[qi], off)
+                try:
+                    data = await web.get_json(url, params)
+                    return source.parse_page(data)
+                except FatalHTTPError as exc:
+                    hint = getattr(source, "auth_hint", None)
+                    if exc.status in (401, 403) and hint is not None:
+                        raise FatalHTTPError(exc.url, f"{hint()} (HTTP {exc.status})", exc.status) from None
+                    raise
+                except FetchError as exc:
+                    return BadPage(exc.url, exc.reason)
+                except (ValueError, KeyError, TypeError) as exc:
+                    return BadPage(full_url(url, params), f"not a {source.name} page: {exc}")
+
+            async def finish(q: ForecastingQuestion) -> ForecastingQuestion | Skip:
+                try:
+                    return await source.complete(q, web, base)
+                except MalformedPage as exc:
+                    report.bad_pages.append(BadPage(exc.url, exc.reason))
+                    return Skip("detail page unusable")
+                except FatalHTTPError:
+                    raise
+                except FetchError as exc:
+                    report.bad_pages.append(BadPage(exc.url, exc.reason))
+                    return Skip("detail page unavailable")
+
+            last_size = 0
+            pending = asyncio.ensure_future(fetch(query_index, offset)) if query_index < len(queries) else None
+            while pending is not None:
+                result = await pending
+                pending = None
+                report.pages += 1
+                if isinstance(result, BadPage):
+                    report.bad_pages.append(result)
+                    log.warning("%s: skipped page %s (%s)", source.name, result.url, result.reason)
+                    items, more = [], last_size > 0  # step over it by the last good page's size
+                    size = last_size
+                else:
+                    items, more = result
+                    size = last_size = len(items)
+                    more = more and size > 0
+                next_pos = (query_index, offset + size) if more else (query_index + 1, 0)
+                if next_pos[0] < len(queries) and (n is None or report.written < n):
+                    pending = asyncio.ensure_future(fetch(*next_pos))
+                candidates = []
+                for item in items:
+                    try:
+                        q = source.question(item, opts, now)
+                    except (ValueError, KeyError, TypeError) as exc:
+                        q = Skip(f"malformed item ({type(exc).__name__})")
+                        log.info("%s: malformed item on %s: %s", source.name, offset, exc)
+                    if not isinstance(q, Skip):
+                        q = _shared_filter(q, opts) or q
+                    if isinstance(q, Skip):
+                        report.skipped[str(q)] += 1
+                    elif q.id in seen:
+                        report.already += 1
+                    else:
+                        seen.add(q.id)
+                        candidates.append(q)
+                if n is not None:
+                    candidates = candidates[: max(0, n - report.written)]
+                for q in await asyncio.gather(*(finish(q) for q in candidates)):
+                    if isinstance(q, Skip):
+                        report.skipped[str(q)] += 1
+                    else:
+                        log_out.append(q)
+                        report.written += 1
+                full = n is not None and report.written >= n
+                if not full:
+                    query_index, offset = next_pos
+                report.finished = not full and query_index >= len(queries)
+                save(report.finished)
+                if on_page:
+                    on_page(report)
+                if full and pending is not None:
+                    pending.cancel()
+                    pending = None
+    report.requests, report.retries, report.cache_hits = web.stats.requests, web.stats.retries, web.stats.cache_hits
+    return report
+
+
+def ms_datetime(value: Any) -> datetime | None:
+    """A UTC datetime from milliseconds since the epoch (Manifold's timestamps)."""
+    if value is None:
+        return None
+    return datetime.fromtimestamp(float(value) / 1000.0, tz=UTC)
+
+
+def iso_datetime(value: Any) -> datetime | None:
+    """A UTC datetime from ISO 8601 text (``Z`` or an offset; ``+00`` too, as Polymarket writes it)."""
+    if not value:
+        return None
+    text = str(value).strip().replace("Z", "+00:00")
+    if len(text) >= 3 and text[-3] in "+-" and text[-3:].lstrip("+-").isdigit():
+        text += ":00"
+    parsed = datetime.fromisoformat(text)
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
