@@ -172,10 +172,12 @@ async def scrape(
     cache_root: str | Path | None = None,
     resume: bool = False,
     on_page: Callable[[ScrapeReport], None] | None = None,
+    now: datetime | None = None,
 ) -> ScrapeReport:
     """Append up to ``n`` new questions (all, when None) from ``source`` to ``out``.
 
-    Raises :class:`FatalHTTPError` for answers no retry can change (e.g. a missing token) and
+    ``now`` (default: the clock) decides which questions are still open, and is recorded as
+    ``scraped_at``. Raises :class:`FatalHTTPError` for answers no retry can change (e.g. a missing token) and
     ValueError for options the source cannot honour; pages that fail otherwise are recorded in
     the report and skipped, and everything written before stays written.
     """
@@ -197,7 +199,7 @@ async def scrape(
         query_index, offset = state["query_index"], state["offset"]
         report.bad_pages = [BadPage(**b) for b in state.get("bad_pages", [])]
     queries = source.queries(opts)
-    now = datetime.now(UTC)
+    now = now or datetime.now(UTC)
 
     def save(done: bool) -> None:
         write_json(

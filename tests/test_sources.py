@@ -1,0 +1,220 @@
+"""Scrapers against the fixture web server (real HTTP on 127.0.0.1, pages in each API's shape):
+exact lines written, skips by reason, retries on 429/500, unusable pages recorded, tokens,
+de-duplication, resuming and re-parsing from the page cache."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from test_generate_cli import cc
+
+from consistency.sources import SOURCES, FatalHTTPError, HttpSettings, ScrapeOptions, scrape
+from consistency.testing.web import T0, TOKEN, WebFixture, metaculus_post, special_data
+
+NOW = datetime(2024, 9, 1, tzinfo=UTC)
+WINDOW = ScrapeOptions(resolved_after=date(2024, 5, 1), resolved_before=date(2024, 8, 15))
+FAST = HttpSettings(max_backoff=0.5, timeout=5)
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("METACULUS_TOKEN", raising=False)
+
+
+def run(source, srv, out, opts=WINDOW, **kw):
+    kw.setdefault("http", FAST)
+    return asyncio.run(scrape(SOURCES[source](), out, opts, base_url=srv.url_for(source), now=NOW, **kw))
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def metaculus_data():
+    data = special_data()
+    d = timedelta(days=1)
+    extra = [
+        metaculus_post(110 + i, f"Will X{i} happen?", resolution="no", resolve=T0 + (40 + i) * d, created=T0 - 20 * d)
+        for i in range(7)
+    ]
+    data.metaculus = [p for p in data.metaculus if p["id"] != 106] + extra  # 8 special + 7 = 15 posts, 3 a page
+    return data
+
+
+EXPECTED_101 = {
+    "id": "5cd1223b-cad5-5ba0-984f-d84f9370c3aa",
+    "title": "Will A happen by June 2024?",
+    "body": "Background for Will A happen by June 2024?.\n\nResolution criteria: Resolves YES if A happen by June 2024.",
+    "resolution_date": "2024-05-31T12:00:00Z",
+    "question_type": "binary",
+    "data_source": "metaculus",
+    "created_date": "2024-03-02T12:00:00Z",
+    "url": "https://www.metaculus.com/questions/101/",
+    "metadata": {
+        "source_id": "101",
+        "question_id": 100101,
+        "forecasters": 40,
+        "forecasts": 120,
+        "close_time": "2024-05-30T12:00:00Z",
+        "actual_resolve_time": "2024-05-31T12:00:00Z",
+        "scraped_at": "2024-09-01T00:00:00+00:00",
+        "final_prob": 0.3,
+    },
+    "resolution": True,
+}
+
+
+def test_metaculus_lines_skips_retries_and_a_truncated_page(tmp_path, monkeypatch):
+    monkeypatch.setenv("METACULUS_TOKEN", TOKEN)
+    out = tmp_path / "m.jsonl"
+    faults = {("metaculus", 3): ["429", "500"]}
+    with WebFixture(metaculus_data(), page_cap=3, faults=faults, broken={("metaculus", 9)}) as srv:
+        report = run("metaculus", srv, out)
+        sent = [q for p, q, _ in srv.hits if p.endswith("/posts/")]
+    got = lines(out)
+    assert got[0] == EXPECTED_101
+    assert got[1] == {
+        **EXPECTED_101,
+        "id": got[1]["id"],
+        "title": "Will B happen by July 2024?",
+        "body": "Background for Will B happen by July 2024?.\n\nResolution criteria: Resolves YES if B happen by July 2024.",
+        "resolution_date": "2024-06-30T12:00:00Z",
+        "url": "https://www.metaculus.com/questions/102/",
+        "metadata": {**EXPECTED_101["metadata"], "source_id": "102", "question_id": 100102,
+                     "close_time": "2024-06-29T12:00:00Z", "actual_resolve_time": "2024-06-30T12:00:00Z"},
+        "resolution": False,
+    }  # fmt: skip
+    # 111-113 sat on the truncated page; 114-116 come after it
+    assert [q["title"] for q in got] == [
+        "Will A happen by June 2024?", "Will B happen by July 2024?", "Will I happen by August 2024?",
+        "Will X0 happen?", "Will X4 happen?", "Will X5 happen?", "Will X6 happen?",
+    ]  # fmt: skip
+    assert [q["resolution"] for q in got] == [True, False, True, False, False, False, False]
+    assert dict(report.skipped) == {
+        "annulled": 1,
+        "ambiguous": 1,
+        "not binary (multiple_choice)": 1,
+        "resolution date before the window": 1,
+        "resolves within 3 days of creation": 1,
+    }
+    assert report.retries == 2 and report.written == 7 and report.finished
+    assert len(report.bad_pages) == 1 and report.bad_pages[0].url.endswith("offset=9")
+    assert "not valid JSON" in report.bad_pages[0].reason
+    state = json.loads(report.state_path.read_text())
+    assert state["bad_pages"][0]["url"].endswith("offset=9") and state["finished"]
+    assert all(q["statuses"] == "resolved" and q["forecast_type"] == "binary" for q in sent)
+    assert sent[0]["scheduled_resolve_time__gt"] == "2024-04-30"
+    # the token travels in a header only: never in the cache, the state file or the output
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert TOKEN not in path.read_text(errors="replace"), path
+
+
+def test_min_forecasters_and_missing_token(tmp_path, monkeypatch):
+    with WebFixture(metaculus_data(), page_cap=50) as srv:
+        with pytest.raises(FatalHTTPError, match="METACULUS_TOKEN"):
+            run("metaculus", srv, tmp_path / "m.jsonl")
+        proc = cc(tmp_path, "questions", "scrape", "metaculus", "--base-url", srv.url_for("metaculus"),
+                  "--out", tmp_path / "cli.jsonl")  # fmt: skip
+        assert proc.returncode == 1
+        assert "set METACULUS_TOKEN" in proc.stderr and "Traceback" not in proc.stderr
+        monkeypatch.setenv("METACULUS_TOKEN", TOKEN)
+        report = run("metaculus", srv, tmp_path / "m.jsonl", WINDOW.model_copy(update={"min_forecasters": 10}))
+    assert report.skipped["too few forecasters"] == 1
+    assert "Will I happen by August 2024?" not in (tmp_path / "m.jsonl").read_text()
+
+
+def test_manifold_skips_details_and_open_markets(tmp_path):
+    out = tmp_path / "mf.jsonl"
+    faults = {("manifold-market", "m1"): ["500"]}
+    with WebFixture(page_cap=4, faults=faults, broken={("manifold-market", "m2")}) as srv:
+        report = run("manifold", srv, out)
+        listing = [q for p, q, _ in srv.hits if p.endswith("search-markets")]
+        again = run("manifold", srv, tmp_path / "all.jsonl", ScrapeOptions(status="all"))
+    got = lines(out)
+    assert [q["title"] for q in got] == ["Will J happen by June 2024?"]
+    assert got[0]["body"] == "Resolves YES if J happen by June 2024. Resolves NO otherwise."
+    assert got[0]["resolution"] is True and got[0]["resolution_date"] == "2024-05-31T15:00:00Z"
+    assert got[0]["metadata"] == {
+        "source_id": "m1", "volume": 500.0, "traders": 12, "liquidity": 100.0,
+        "close_time": "2024-05-31T12:00:00+00:00", "resolve_time": "2024-05-31T15:00:00+00:00",
+        "scraped_at": "2024-09-01T00:00:00+00:00", "final_prob": 0.4, "topics": ["fixture"],
+    }  # fmt: skip
+    assert dict(report.skipped) == {
+        "resolved to a probability (MKT)": 1,
+        "annulled (CANCEL)": 1,
+        "not binary (MULTIPLE_CHOICE)": 1,
+        "sweepstakes (CASH) copy": 1,
+        "detail page unusable": 1,  # m2's detail page is truncated
+    }
+    assert report.retries == 1 and [b.url.rsplit("/", 1)[1] for b in report.bad_pages] == ["m2"]
+    assert listing[0] == {"term": "", "filter": "resolved", "contractType": "BINARY", "sort": "resolve-date",
+                          "limit": "1000", "offset": "0"}  # fmt: skip
+    assert listing[-1]["offset"] == "6"  # pages of 4 until the empty list
+    open_market = next(q for q in lines(tmp_path / "all.jsonl") if q["metadata"]["source_id"] == "m7")
+    assert open_market["resolution"] is None and open_market["metadata"]["market_prob"] == 0.4
+    assert again.written == 2  # m1 and the open m7 (m2 still truncated)
+
+
+def test_polymarket_needs_closed_true_and_settled_prices(tmp_path):
+    out = tmp_path / "p.jsonl"
+    with WebFixture(page_cap=2) as srv:
+        report = run("polymarket", srv, out, ScrapeOptions())
+        sent = [q for p, q, _ in srv.hits]
+        opened = run("polymarket", srv, tmp_path / "open.jsonl", ScrapeOptions(status="open"))
+    got = lines(out)
+    assert [(q["title"], q["resolution"]) for q in got] == [
+        ("Will P happen by June 30?", True),
+        ("Will Q happen by June 30?", False),
+    ]
+    assert got[0]["url"] == "https://polymarket.com/market/will-p-happen-by-june-30"
+    assert got[0]["metadata"]["final_prob"] == 1.0 and "market_prob" not in got[0]["metadata"]
+    assert dict(report.skipped) == {"closed without a 0/1 settlement": 1, "not binary (3 outcomes)": 1}
+    assert all(q["closed"] == "true" for q in sent)
+    assert opened.written == 1
+    assert lines(tmp_path / "open.jsonl")[0]["metadata"]["market_prob"] == 0.25
+
+
+def test_min_traders_refused_for_polymarket(tmp_path):
+    with pytest.raises(ValueError, match="no trader count"):
+        asyncio.run(scrape(SOURCES["polymarket"](), tmp_path / "p.jsonl", ScrapeOptions(min_traders=5)))
+
+
+def test_appends_dedupes_resumes_and_reparses_offline(tmp_path):
+    out = tmp_path / "mf.jsonl"
+    everything = ScrapeOptions(status="all", min_days=0)
+    with WebFixture(page_cap=2) as srv:
+        first = run("manifold", srv, out, everything, n=1)
+        resumed = run("manifold", srv, out, everything, resume=True)
+        again = run("manifold", srv, out, everything)
+    assert first.written == 1 and not first.finished
+    assert resumed.written == 2 and resumed.finished  # m1, then m2 and the open m7
+    assert again.written == 0 and again.already == 3
+    titles = [q["title"] for q in lines(out)]
+    assert len(titles) == len(set(q["id"] for q in lines(out))) == 3
+    # the server is gone: a re-run reads every page from the cache and writes the same lines
+    offline = tmp_path / "offline.jsonl"
+    report = asyncio.run(
+        scrape(SOURCES["manifold"](), offline, everything, base_url=srv.url_for("manifold"), now=NOW,
+               http=HttpSettings(offline=True))
+    )  # fmt: skip
+    assert report.requests == 0 and report.cache_hits > 0
+    assert offline.read_text() == out.read_text()
+    with pytest.raises(ValueError, match="other options"):
+        run("manifold", srv, out, ScrapeOptions(), resume=True)
+
+
+def test_cli_scrape_summary(tmp_path):
+    with WebFixture(page_cap=3) as srv:
+        proc = cc(tmp_path, "questions", "scrape", "manifold", "--base-url", srv.url_for("manifold"),
+                  "--out", "q.jsonl", "--rpm", "0", "--resolved-after", "2024-05-01")  # fmt: skip
+        bad = cc(tmp_path, "questions", "scrape", "manifold", "--out", "q.jsonl", "--created-after", "May")
+    assert proc.returncode == 0, proc.stderr
+    assert "2 new manifold question(s) in q.jsonl" in proc.stdout
+    assert "skipped 1: sweepstakes (CASH) copy" in proc.stdout
+    assert len(lines(tmp_path / "q.jsonl")) == 2
+    assert bad.returncode == 2 and "--created-after must be a date" in bad.stderr
