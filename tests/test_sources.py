@@ -48,7 +48,8 @@ def metaculus_data():
 EXPECTED_101 = {
     "id": "5cd1223b-cad5-5ba0-984f-d84f9370c3aa",
     "title": "Will A happen by June 2024?",
-    "body": "Background for Will A happen by June 2024?.\n\nResolution criteria: Resolves YES if A happen by June 2024.",
+    "body": "Background for Will A happen by June 2024?.\n\n"
+    "Resolution criteria: Resolves YES if A happen by June 2024.",
     "resolution_date": "2024-05-31T12:00:00Z",
     "question_type": "binary",
     "data_source": "metaculus",
@@ -81,7 +82,8 @@ def test_metaculus_lines_skips_retries_and_a_truncated_page(tmp_path, monkeypatc
         **EXPECTED_101,
         "id": got[1]["id"],
         "title": "Will B happen by July 2024?",
-        "body": "Background for Will B happen by July 2024?.\n\nResolution criteria: Resolves YES if B happen by July 2024.",
+        "body": "Background for Will B happen by July 2024?.\n\n"
+        "Resolution criteria: Resolves YES if B happen by July 2024.",
         "resolution_date": "2024-06-30T12:00:00Z",
         "url": "https://www.metaculus.com/questions/102/",
         "metadata": {**EXPECTED_101["metadata"], "source_id": "102", "question_id": 100102,
