@@ -151,6 +151,11 @@ class AppendLog:
         self._fh.write(dump_line(item))
         self._fh.flush()
 
+    def extend(self, items: Iterable[BaseModel | dict[str, Any]]) -> None:
+        """Several lines, flushed once (a batch is kept or lost whole-lines at a time)."""
+        self._fh.write("".join(dump_line(item) for item in items))
+        self._fh.flush()
+
     def close(self) -> None:
         self._fh.close()
 

@@ -14,8 +14,9 @@ import asyncio
 import hashlib
 import json
 import logging
+import time
 import uuid
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -247,58 +248,94 @@ async def scrape(
                     report.bad_pages.append(BadPage(exc.url, exc.reason))
                     return Skip("detail page unavailable")
 
-            last_size = 0
-            pending = asyncio.ensure_future(fetch(query_index, offset)) if query_index < len(queries) else None
-            while pending is not None:
-                result = await pending
-                pending = None
-                report.pages += 1
-                if isinstance(result, BadPage):
-                    report.bad_pages.append(result)
-                    log.warning("%s: skipped page %s (%s)", source.name, result.url, result.reason)
-                    items, more = [], last_size > 0  # step over it by the last good page's size
-                    size = last_size
-                else:
-                    items, more = result
-                    size = last_size = len(items)
-                    more = more and size > 0
-                next_pos = (query_index, offset + size) if more else (query_index + 1, 0)
-                if next_pos[0] < len(queries) and (n is None or report.written < n):
-                    pending = asyncio.ensure_future(fetch(*next_pos))
-                candidates = []
-                for item in items:
-                    try:
-                        q = source.question(item, opts, now)
-                    except (ValueError, KeyError, TypeError) as exc:
-                        q = Skip(f"malformed item ({type(exc).__name__})")
-                        log.info("%s: malformed item on %s: %s", source.name, offset, exc)
-                    if not isinstance(q, Skip):
-                        q = _shared_filter(q, opts) or q
-                    if isinstance(q, Skip):
-                        report.skipped[str(q)] += 1
-                    elif q.id in seen:
-                        report.already += 1
-                    else:
-                        seen.add(q.id)
-                        candidates.append(q)
-                if n is not None:
-                    candidates = candidates[: max(0, n - report.written)]
-                for q in await asyncio.gather(*(finish(q) for q in candidates)):
-                    if isinstance(q, Skip):
-                        report.skipped[str(q)] += 1
-                    else:
-                        log_out.append(q)
-                        report.written += 1
-                full = n is not None and report.written >= n
-                if not full:
-                    query_index, offset = next_pos
-                report.finished = not full and query_index >= len(queries)
-                save(report.finished)
-                if on_page:
-                    on_page(report)
-                if full and pending is not None:
-                    pending.cancel()
-                    pending = None
+            # Pages are fetched by a producer running ahead of the parsing: once the page size is
+            # known, up to ``concurrency`` pages (consecutive offsets) are in flight at once.
+            queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, http.concurrency))
+
+            async def produce() -> None:
+                qi, off = query_index, offset
+                try:
+                    while qi < len(queries):
+                        step, ahead, inflight = 0, off, deque()
+                        while True:
+                            while not inflight or (step and len(inflight) < http.concurrency):
+                                inflight.append((ahead, asyncio.ensure_future(fetch(qi, ahead))))
+                                ahead += step
+                            here, task = inflight.popleft()
+                            result = await task
+                            if isinstance(result, BadPage):
+                                items, more, size = [], step > 0, step  # step over it by the page size
+                            else:
+                                items, more = result
+                                size = len(items)
+                                more = more and size > 0
+                            if more and size != step:  # first page, or a short one: re-synchronise
+                                for _, t in inflight:
+                                    t.cancel()
+                                inflight.clear()
+                                step, ahead = size, here + size
+                            await queue.put((result, items, (qi, here + size) if more else (qi + 1, 0)))
+                            if not more:
+                                for _, t in inflight:
+                                    t.cancel()
+                                break
+                        qi, off = qi + 1, 0
+                    await queue.put(None)
+                except Exception as exc:  # a fatal answer: handed to the consumer, which raises it
+                    await queue.put(exc)
+
+            producer = asyncio.ensure_future(produce())
+            saved_at = time.monotonic()
+            try:
+                while (entry := await queue.get()) is not None:
+                    if isinstance(entry, Exception):
+                        raise entry
+                    result, items, next_pos = entry
+                    report.pages += 1
+                    if isinstance(result, BadPage):
+                        report.bad_pages.append(result)
+                        log.warning("%s: skipped page %s (%s)", source.name, result.url, result.reason)
+                    candidates = []
+                    for item in items:
+                        try:
+                            q = source.question(item, opts, now)
+                        except (ValueError, KeyError, TypeError) as exc:
+                            q = Skip(f"malformed item ({type(exc).__name__})")
+                            log.info("%s: malformed item at offset %s: %s", source.name, offset, exc)
+                        if not isinstance(q, Skip):
+                            q = _shared_filter(q, opts) or q
+                        if isinstance(q, Skip):
+                            report.skipped[str(q)] += 1
+                        elif q.id in seen:
+                            report.already += 1
+                        else:
+                            seen.add(q.id)
+                            candidates.append(q)
+                    if n is not None:
+                        candidates = candidates[: max(0, n - report.written)]
+                    kept = []
+                    for q in await asyncio.gather(*(finish(q) for q in candidates)):
+                        if isinstance(q, Skip):
+                            report.skipped[str(q)] += 1
+                        else:
+                            kept.append(q)
+                    log_out.extend(kept)
+                    report.written += len(kept)
+                    full = n is not None and report.written >= n
+                    if not full:
+                        query_index, offset = next_pos
+                    report.finished = not full and query_index >= len(queries)
+                    # the position is saved about once a second (re-reading a page on resume is harmless)
+                    if full or report.finished or time.monotonic() - saved_at > 1.0:
+                        save(report.finished)
+                        saved_at = time.monotonic()
+                    if on_page:
+                        on_page(report)
+                    if full:
+                        break
+            finally:
+                producer.cancel()
+                await asyncio.gather(producer, return_exceptions=True)
     report.requests, report.retries, report.cache_hits = web.stats.requests, web.stats.retries, web.stats.cache_hits
     return report
 

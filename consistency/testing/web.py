@@ -302,8 +302,9 @@ class WebFixture(ScriptedServer):
         broken: set[tuple[str, Any]] | None = None,
         news_rate_limited: set[str] | None = None,
         retry_after: float = 0.05,
+        port: int = 0,
     ) -> None:
-        super().__init__(latency=latency)
+        super().__init__(latency=latency, port=port)
         self.data = data or special_data()
         self.page_cap = page_cap
         self.faults = {k: list(v) for k, v in (faults or {}).items()}
@@ -436,3 +437,31 @@ class WebFixture(ScriptedServer):
             '<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel><title>Fixture news</title>'
             f"<link>https://news.example/</link><description>fixture</description>{items}</channel></rss>"
         )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m consistency.testing.web [--bulk N] [--latency S] [--page-cap N] [--port P]``: serve
+    the fixture APIs until Ctrl-C (first line on stdout: ``serving on http://127.0.0.1:PORT``)."""
+    import argparse
+    import contextlib
+
+    parser = argparse.ArgumentParser(prog="python -m consistency.testing.web", description=main.__doc__)
+    parser.add_argument("--bulk", type=int, default=0, help="N ordinary questions per platform (default: the cases)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every page")
+    parser.add_argument("--page-cap", type=int, default=None, help="most items a page holds")
+    parser.add_argument("--port", type=int, default=0, help="port (0 picks a free one)")
+    args = parser.parse_args(argv)
+
+    async def serve() -> None:
+        data = bulk_data(args.bulk) if args.bulk else special_data()
+        server = WebFixture(data, latency=args.latency, page_cap=args.page_cap, port=args.port)
+        async with server:
+            print(f"serving on http://{server.host}:{server.port}", flush=True)
+            await asyncio.Event().wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
