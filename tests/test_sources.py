@@ -221,3 +221,30 @@ def test_cli_scrape_summary(tmp_path):
     assert "skipped 1: sweepstakes (CASH) copy" in proc.stdout
     assert len(lines(tmp_path / "q.jsonl")) == 2
     assert bad.returncode == 2 and "--created-after must be a date" in bad.stderr
+
+
+def test_end_to_end_scrape_generate_evaluate_leaderboard(tmp_path):
+    """Scraped questions feed the rest of the pipeline as they are, with no glue."""
+    from consistency.testing.web import bulk_data
+
+    with WebFixture(bulk_data(250), page_cap=100) as srv:
+        scraped = cc(tmp_path, "questions", "scrape", "manifold", "--base-url", srv.url_for("manifold"), "-n", 200,
+                     "--out", "q.jsonl", "--rpm", 0)  # fmt: skip
+    assert scraped.returncode == 0, scraped.stderr
+    assert "200 new manifold question(s) in q.jsonl" in scraped.stdout
+    steps = [
+        ("generate", "--check", "cond", "--questions", "q.jsonl", "-n", 10, "--out", "bench",
+         "--instantiator", "template", "--relevance", "off"),
+        ("evaluate", "-t", "bench", "--forecaster", "constant", "-F", "p=0.4", "--out", "tuples_run"),
+        ("evaluate", "--questions", "q.jsonl", "--forecaster", "constant", "-F", "p=0.4", "--out", "constant"),
+        ("evaluate", "--questions", "q.jsonl", "--forecaster", "uniform", "-F", "seed=1", "--out", "uniform"),
+        ("leaderboard", "constant", "uniform", "--json"),
+    ]  # fmt: skip
+    for argv in steps:
+        proc = cc(tmp_path, *argv)
+        assert proc.returncode == 0, (argv, proc.stderr)
+    assert len((tmp_path / "bench" / "CondChecker.jsonl").read_text().splitlines()) == 10
+    assert (tmp_path / "tuples_run" / "CondChecker.jsonl").exists()
+    board = json.loads(proc.stdout)
+    assert [row["forecaster"] for row in board["standings"]] == ["constant", "uniform"]
+    assert all(row["n_questions"] == 200 for row in board["standings"])
