@@ -15,6 +15,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,9 +108,15 @@ class WebClient:
     """GET JSON pages politely. Use ``async with WebClient(...) as web``."""
 
     def __init__(
-        self, name: str, settings: HttpSettings, cache: PageCache | None, headers: dict[str, str] | None = None
+        self,
+        name: str,
+        settings: HttpSettings,
+        cache: PageCache | None,
+        headers: dict[str, str] | None = None,
+        fatal: Callable[[httpx2.Response], str | None] | None = None,
     ) -> None:
-        self.name, self.settings, self.cache = name, settings, cache
+        """``fatal(response)`` names answers that look transient but are not (e.g. a daily quota's 429)."""
+        self.name, self.settings, self.cache, self._fatal = name, settings, cache, fatal
         self.stats = FetchStats()
         self._headers = {"Accept": "application/json", "User-Agent": "consistency-scraper", **(headers or {})}
         self._client: httpx2.AsyncClient | None = None
@@ -133,19 +140,26 @@ class WebClient:
 
     async def get_json(self, url: str, params: dict[str, Any] | None = None) -> Any:
         """The decoded page at ``url``: from the cache, or fetched (with retries) and cached."""
+        return await self._get(url, params, _decode_json)
+
+    async def get_text(self, url: str, params: dict[str, Any] | None = None, check=None) -> str:
+        """The page's text; ``check(text)`` raises ValueError when it is not what we expect."""
+        return await self._get(url, params, lambda text: (check(text) if check else None, text)[1])
+
+    async def _get(self, url: str, params: dict[str, Any] | None, decode) -> Any:
         target = full_url(url, params)
         if self.cache is not None and not self.settings.refresh:
             body = self.cache.get(target)
             if body is not None:
                 self.stats.cache_hits += 1
-                return json.loads(body)
+                return decode(body)
         if self.settings.offline or self._client is None:
             raise FatalHTTPError(target, "not in the page cache and --offline was given")
         body = await self._fetch(target)
         try:
-            value = json.loads(body)
+            value = decode(body)
         except ValueError as exc:
-            raise MalformedPage(target, f"not valid JSON ({exc.msg} at char {exc.pos} of {len(body)})") from None
+            raise MalformedPage(target, str(exc)) from None
         if self.cache is not None:
             self.cache.put(target, body)
         return value
@@ -168,6 +182,9 @@ class WebClient:
                         response = await self._client.get(target)  # type: ignore[union-attr]
                         if response.status_code == 200:
                             return response.text
+                        why = self._fatal(response) if self._fatal else None
+                        if why:
+                            raise FatalHTTPError(target, why, response.status_code)
                         if transient_status(response.status_code):
                             raise _Transient(response.status_code, response)
                         raise FatalHTTPError(target, _status_reason(response), response.status_code)
@@ -182,6 +199,13 @@ class WebClient:
         self.stats.retries += 1
         exc = state.outcome.exception() if state.outcome else None
         log.info("%s: retrying after %s (attempt %d)", self.name, redact(str(exc)), state.attempt_number)
+
+
+def _decode_json(body: str) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at char {exc.pos} of {len(body)})") from None
 
 
 def _transient(exc: BaseException) -> bool:
