@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -282,3 +282,136 @@ def scrape_cmd(
     )
     for bad in report.bad_pages:
         out.print(f"  unusable page: {escape(bad.url)}: {escape(bad.reason)}")
+
+
+@app.command("news")
+@llm_command
+def news_cmd(
+    out_path: Out,
+    feed: Annotated[list[str] | None, typer.Option("--feed", help="RSS/Atom feed URL (repeatable).")] = None,
+    articles: Annotated[Path | None, typer.Option(help="JSONL of articles (title, url, published_at, ...).")] = None,
+    newsapi: Annotated[str | None, typer.Option(help="NewsAPI query (key in NEWSAPI_KEY), one request a day.")] = None,
+    days_from: Annotated[str | None, typer.Option("--from", help="First day for --newsapi (YYYY-MM-DD).")] = None,
+    days_to: Annotated[str | None, typer.Option("--to", help="Last day for --newsapi (default: --from).")] = None,
+    domains: Annotated[str | None, typer.Option(help="NewsAPI: comma-separated domains, e.g. apnews.com.")] = None,
+    newsapi_url: Annotated[str, typer.Option(help="NewsAPI-compatible API root.")] = "https://newsapi.org",
+    horizon_days: Annotated[int, typer.Option(help="Questions resolve within this many days of the article.")] = 90,
+    per_article: Annotated[int, typer.Option(help="Most questions proposed per article.")] = 3,
+    span: Annotated[int, typer.Option(help="Reference-class variants per question (0: none).")] = 0,
+    dedupe: Annotated[
+        float, typer.Option(help="Entity overlap (Jaccard) at which an older article is dropped.")
+    ] = 0.25,
+    threshold: Threshold = 6,
+    *,
+    llm_args: LLMArgs,
+) -> None:
+    """Forecasting questions about what happens after news articles (paper appendix K), verified."""
+    from ..llm.secrets import optional_key
+    from ..paths import cache_dir
+    from ..sources.http import HttpSettings, PageCache, WebClient
+    from ..sources.news import (
+        NEWSAPI_VARIABLE,
+        dedupe_articles,
+        fetch_feeds,
+        fetch_newsapi,
+        load_articles,
+        newsapi_fatal,
+        questions_from_news,
+    )
+
+    if not (feed or articles or newsapi):
+        err.print("[red]error[/red] give --feed URL, --articles FILE or --newsapi QUERY")
+        raise typer.Exit(2)
+    pool, problems = [], []
+    if articles:
+        try:
+            loaded, errors = load_articles(articles)
+        except OSError as exc:
+            err.print(f"[red]error[/red] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        for e in errors[:20]:
+            err.print(f"[red]error[/red] {escape(str(e))}")
+        if errors:
+            raise typer.Exit(2)
+        pool += loaded
+    first = _day_option(days_from, "--from")
+    last = _day_option(days_to, "--to") or first
+    if newsapi and first is None:
+        err.print("[red]error[/red] --newsapi needs --from (and optionally --to)")
+        raise typer.Exit(2)
+    key = optional_key(NEWSAPI_VARIABLE)
+    if newsapi and not key:
+        err.print(
+            f"[red]error[/red] {NEWSAPI_VARIABLE} is not set: export it or put it in a .env file to use --newsapi"
+        )
+        raise typer.Exit(2)
+
+    async def gather_articles():
+        cache = PageCache(cache_dir() / "pages" / "news")
+        if feed:
+            async with WebClient("feeds", HttpSettings(requests_per_minute=60), cache) as web:
+                got, bad = await fetch_feeds(list(feed), web)
+                pool.extend(got)
+                problems.extend(bad)
+        if newsapi:
+            days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+            headers = {"X-Api-Key": key}
+            async with WebClient("newsapi", HttpSettings(requests_per_minute=30), cache, headers, newsapi_fatal) as web:
+                got, bad = await fetch_newsapi(web, newsapi_url, newsapi, days, domains=domains)
+                pool.extend(got)
+                problems.extend(bad)
+
+    asyncio.run(gather_articles())
+    for problem in problems:
+        err.print(f"[yellow]warning[/yellow] {escape(problem)}")
+    kept, dropped = dedupe_articles(pool, dedupe)
+    err.print(f"{len(pool)} article(s), {dropped} near-duplicate(s) dropped, {len(kept)} to read")
+
+    async def run():
+        async with llm_args.client() as llm:
+            report = await questions_from_news(kept, out_path, llm, llm_args.model, horizon_days=horizon_days,
+                                               per_article=per_article, threshold=threshold, span=span)  # fmt: skip
+        print_usage(llm.stats)
+        return report
+
+    report = asyncio.run(run())
+    out.print(
+        f"{report.written} new question(s) from {len(kept) - report.already} article(s) in {escape(str(report.path))}"
+        + (f" ({report.already} article(s) done in an earlier run)" if report.already else "")
+    )
+    for step, count in sorted(report.rejected.items()):
+        out.print(f"  rejected at {escape(step)}: {count} (reasons in {escape(str(report.rejects_path))})")
+
+
+@app.command("resolve")
+@llm_command
+def resolve_cmd(
+    questions: Annotated[Path, typer.Argument(help="Questions JSONL.")],
+    out_path: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Where to write (default: <name>.resolved.jsonl).")
+    ] = None,
+    as_of: Annotated[str | None, typer.Option(help="Resolve questions due by this day (default: today).")] = None,
+    votes: Annotated[int, typer.Option(help="Model answers per question; the majority of yes/no wins.")] = 1,
+    *,
+    llm_args: LLMArgs,
+) -> None:
+    """Resolve unresolved questions past their resolution date with a model (yes/no/unknown, recorded in metadata)."""
+    from ..jsonl import write_jsonl
+    from ..sources.resolve import resolve_questions
+
+    pool = load_questions(questions)
+    day = _day_option(as_of, "--as-of") or date.today()
+    target = out_path or questions.with_name(questions.name.removesuffix(".jsonl") + ".resolved.jsonl")
+
+    async def run():
+        async with llm_args.client() as llm:
+            result = await resolve_questions(pool, llm, llm_args.model, as_of=day, votes=votes)
+        print_usage(llm.stats)
+        return result
+
+    resolved, report = asyncio.run(run())
+    write_jsonl(target, resolved)
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())) or "none"
+    out.print(f"{report.asked} question(s) asked ({outcomes}); {len(resolved)} written to {escape(str(target))}")
+    for why, count in sorted(report.untouched.items()):
+        out.print(f"  left as they were: {count} {escape(why)}")
