@@ -114,6 +114,9 @@ def evaluate_cmd(
         on_record=bar.record,
     )
     try:
+        from ..sources.paper import dataset_path  # paper:NAME and hf:// references → local files
+
+        tuples, questions = dataset_path(tuples), dataset_path(questions)
         if resume_dir is not None:
             kind = RunDir(resume_dir).read().get("kind")
             result = (resume_questions if kind == "ground_truth" else resume)(resume_dir, options=options)

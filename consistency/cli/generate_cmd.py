@@ -39,14 +39,17 @@ class RelevanceChoice(StrEnum):
 
 def load_questions(path: Path) -> list[ForecastingQuestion]:
     """Questions from JSONL; a bad line stops the command with its file:line."""
+    from ..sources.paper import DatasetRefError, dataset_path  # paper:NAME and hf:// references → local files
+
     questions, problems = [], []
     try:
+        path = dataset_path(path)
         for _, parsed in read_jsonl(path, ForecastingQuestion):
             if isinstance(parsed, list):
                 problems.extend(str(e) for e in parsed)
             else:
                 questions.append(parsed)
-    except OSError as exc:
+    except (OSError, DatasetRefError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     if problems:
