@@ -136,8 +136,8 @@ def test_parse_atom_feed():
       <entry><title>Vote set for July</title><link href="https://news.example/v"/>
       <published>2024-06-10T08:00:00Z</published><summary>The vote is scheduled.</summary></entry></feed>"""
     (a,) = parse_feed(atom)
-    assert (a.title, a.url, a.published_at) == ("Vote set for July", "https://news.example/v",
-                                                 datetime(2024, 6, 10, 8, tzinfo=UTC))  # fmt: skip
+    assert (a.title, a.url, a.published_at, a.source) == ("Vote set for July", "https://news.example/v",
+                                                           datetime(2024, 6, 10, 8, tzinfo=UTC), "x")  # fmt: skip
 
 
 def question(title, resolution=None, due="2024-08-31"):

@@ -73,6 +73,8 @@ def parse_feed(text: str) -> list[Article]:
     """Items of an RSS 2.0 feed or entries of an Atom feed; those without title, link or date are left out."""
     root = ET.fromstring(text)
     atom = "{http://www.w3.org/2005/Atom}"
+    channel = root.find("channel")
+    name = _text(channel.find("title")) if channel is not None else _text(root.find(f"{atom}title"))
     out = []
     for item in root.iter("item"):
         when = _text(item.find("pubDate"))
@@ -83,7 +85,7 @@ def parse_feed(text: str) -> list[Article]:
         title, link = _text(item.find("title")), _text(item.find("link"))
         if title and link and published:
             summary = _text(item.find("description"))
-            out.append(Article(title=title, url=link, published_at=published, description=summary))
+            out.append(Article(title=title, url=link, published_at=published, description=summary, source=name))
     for entry in root.iter(f"{atom}entry"):
         link = entry.find(f"{atom}link")
         href = link.get("href", "") if link is not None else ""
@@ -91,7 +93,9 @@ def parse_feed(text: str) -> list[Article]:
         title = _text(entry.find(f"{atom}title"))
         if title and href and when:
             summary = _text(entry.find(f"{atom}summary")) or _text(entry.find(f"{atom}content"))
-            out.append(Article(title=title, url=href, published_at=iso_datetime(when), description=summary))
+            out.append(
+                Article(title=title, url=href, published_at=iso_datetime(when), description=summary, source=name)
+            )
     return out
 
 
