@@ -187,6 +187,23 @@ def test_min_traders_refused_for_polymarket(tmp_path):
         asyncio.run(scrape(SOURCES["polymarket"](), tmp_path / "p.jsonl", ScrapeOptions(min_traders=5)))
 
 
+def test_manifold_stops_paging_past_the_window(tmp_path):
+    from consistency.testing.web import bulk_data
+
+    window = ScrapeOptions(resolved_after=date(2024, 7, 20), resolved_before=date(2024, 8, 15))
+    with WebFixture(bulk_data(400), page_cap=50) as srv:
+        report = run("manifold", srv, tmp_path / "mf.jsonl", window, http=HttpSettings(concurrency=1))
+        offsets = [int(q["offset"]) for p, q, _ in srv.hits if p.endswith("search-markets")]
+    got = lines(tmp_path / "mf.jsonl")
+    assert got and all("2024-07-20" <= q["resolution_date"][:10] <= "2024-08-15" for q in got)
+    in_window = sum(
+        date(2024, 7, 20) <= datetime.fromtimestamp(m["resolutionTime"] / 1000, UTC).date() <= date(2024, 8, 15)
+        for m in bulk_data(400).manifold
+    )
+    assert report.written == in_window  # nothing in the window was missed ...
+    assert max(offsets) < 350  # ... and the listing was not read to its end
+
+
 def test_appends_dedupes_resumes_and_reparses_offline(tmp_path):
     out = tmp_path / "mf.jsonl"
     everything = ScrapeOptions(status="all", min_days=0)

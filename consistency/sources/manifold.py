@@ -50,6 +50,14 @@ class Manifold:
             raise ValueError("expected a list of markets")
         return [m for m in data if isinstance(m, dict)], bool(data)
 
+    def past_window(self, items: list[dict[str, Any]], opts: ScrapeOptions) -> bool:
+        """Resolved markets come newest resolution first: a page wholly resolved before the window
+        means the rest of the listing is too (a market closes at or before it resolves)."""
+        if opts.status != "resolved" or opts.resolved_after is None or not items:
+            return False
+        times = [ms_datetime(m.get("resolutionTime")) for m in items]
+        return all(t is not None and t.date() < opts.resolved_after for t in times)
+
     def item_id(self, item: dict[str, Any]) -> str:
         return str(item["id"])
 

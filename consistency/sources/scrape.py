@@ -76,6 +76,9 @@ class Source(Protocol):
 
     def item_id(self, item: dict[str, Any]) -> str: ...
 
+    # optional: ``past_window(items, opts) -> bool``, true when the listing (sorted by resolution,
+    # newest first) has left the --resolved-after window, so the rest need not be fetched
+
     def question(self, item: dict[str, Any], opts: ScrapeOptions, now: datetime) -> ForecastingQuestion | Skip: ...
 
     async def complete(self, q: ForecastingQuestion, web: WebClient, base_url: str) -> ForecastingQuestion | Skip:
@@ -268,7 +271,8 @@ async def scrape(
                             else:
                                 items, more = result
                                 size = len(items)
-                                more = more and size > 0
+                                past = getattr(source, "past_window", None)
+                                more = more and size > 0 and not (past and past(items, opts))
                             if more and size != step:  # first page, or a short one: re-synchronise
                                 for _, t in inflight:
                                     t.cancel()

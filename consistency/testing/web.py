@@ -395,7 +395,11 @@ class WebFixture(ScriptedServer):
         elif kind == "open":
             markets = [m for m in markets if not m["isResolved"]]
         term = query.get("term", "").lower()
-        return [m for m in markets if term in m["question"].lower()] if term else markets
+        if term:
+            markets = [m for m in markets if term in m["question"].lower()]
+        if query.get("sort") == "resolve-date":  # as Manifold sorts it: newest resolution first, unresolved last
+            markets = sorted(markets, key=lambda m: -(m.get("resolutionTime") or -(10**15)))
+        return markets
 
     def _detail(self, mid: str) -> _Response:
         fault = self._fault(("manifold-market", mid))
