@@ -165,7 +165,7 @@ def test_manifold_skips_details_and_open_markets(tmp_path):
 
 def test_polymarket_needs_closed_true_and_settled_prices(tmp_path):
     out = tmp_path / "p.jsonl"
-    with WebFixture(page_cap=2) as srv:
+    with WebFixture(page_cap=2, faults={("polymarket", 2): ["drop"]}) as srv:  # a dropped connection, retried
         report = run("polymarket", srv, out, ScrapeOptions())
         sent = [q for p, q, _ in srv.hits]
         opened = run("polymarket", srv, tmp_path / "open.jsonl", ScrapeOptions(status="open"))
@@ -177,6 +177,7 @@ def test_polymarket_needs_closed_true_and_settled_prices(tmp_path):
     assert got[0]["url"] == "https://polymarket.com/market/will-p-happen-by-june-30"
     assert got[0]["metadata"]["final_prob"] == 1.0 and "market_prob" not in got[0]["metadata"]
     assert dict(report.skipped) == {"closed without a 0/1 settlement": 1, "not binary (3 outcomes)": 1}
+    assert report.retries == 1 and not report.bad_pages
     assert all(q["closed"] == "true" for q in sent)
     assert opened.written == 1
     assert lines(tmp_path / "open.jsonl")[0]["metadata"]["market_prob"] == 0.25

@@ -298,7 +298,7 @@ async def scrape(
                     report.pages += 1
                     if isinstance(result, BadPage):
                         report.bad_pages.append(result)
-                        log.warning("%s: skipped page %s (%s)", source.name, result.url, result.reason)
+                        log.info("%s: skipped page %s (%s)", source.name, result.url, result.reason)
                     candidates = []
                     for item in items:
                         try:
