@@ -12,7 +12,7 @@ from typing import Any
 
 from ..models import ForecastingQuestion
 from .http import MalformedPage, WebClient, full_url
-from .scrape import ScrapeOptions, Skip, join_body, market_probability, ms_datetime, question_id
+from .scrape import ScrapeOptions, Skip, join_body, list_page, market_probability, ms_datetime, question_id
 
 _RESOLUTIONS = {"YES": True, "NO": False}
 
@@ -46,9 +46,7 @@ class Manifold:
         return f"{base_url}/v0/search-markets", {**query, "limit": self.page_size, "offset": offset}
 
     def parse_page(self, data: Any) -> tuple[list[dict[str, Any]], bool]:
-        if not isinstance(data, list):
-            raise ValueError("expected a list of markets")
-        return [m for m in data if isinstance(m, dict)], bool(data)
+        return list_page(data)
 
     def past_window(self, items: list[dict[str, Any]], opts: ScrapeOptions) -> bool:
         """Resolved markets come newest resolution first: a page wholly resolved before the window
@@ -57,9 +55,6 @@ class Manifold:
             return False
         times = [ms_datetime(m.get("resolutionTime")) for m in items]
         return all(t is not None and t.date() < opts.resolved_after for t in times)
-
-    def item_id(self, item: dict[str, Any]) -> str:
-        return str(item["id"])
 
     def question(self, m: dict[str, Any], opts: ScrapeOptions, now: datetime) -> ForecastingQuestion | Skip:
         if m.get("outcomeType") != "BINARY":

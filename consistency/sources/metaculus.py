@@ -63,9 +63,6 @@ class Metaculus:
             raise ValueError("expected an object with a 'results' list")
         return [r for r in data["results"] if isinstance(r, dict)], data.get("next") is not None
 
-    def item_id(self, item: dict[str, Any]) -> str:
-        return str(item["id"])
-
     def question(self, post: dict[str, Any], opts: ScrapeOptions, now: datetime) -> ForecastingQuestion | Skip:
         for kind in ("group_of_questions", "conditional", "notebook"):
             if post.get(kind):

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..models import ForecastingQuestion
 from .http import WebClient
-from .scrape import ScrapeOptions, Skip, iso_datetime, join_body, market_probability, question_id
+from .scrape import ScrapeOptions, Skip, iso_datetime, join_body, list_page, market_probability, question_id
 
 
 def _json_list(value: Any) -> list[Any]:
@@ -54,12 +54,7 @@ class Polymarket:
         return f"{base_url}/markets", {**query, "limit": self.page_size, "offset": offset}
 
     def parse_page(self, data: Any) -> tuple[list[dict[str, Any]], bool]:
-        if not isinstance(data, list):
-            raise ValueError("expected a list of markets")
-        return [m for m in data if isinstance(m, dict)], bool(data)
-
-    def item_id(self, item: dict[str, Any]) -> str:
-        return str(item["id"])
+        return list_page(data)
 
     def question(self, m: dict[str, Any], opts: ScrapeOptions, now: datetime) -> ForecastingQuestion | Skip:
         outcomes = [str(o) for o in _json_list(m.get("outcomes") or "[]")]

@@ -74,8 +74,6 @@ class Source(Protocol):
     def parse_page(self, data: Any) -> tuple[list[dict[str, Any]], bool]:
         """The page's items and whether more pages follow; raise ValueError when it is not a page."""
 
-    def item_id(self, item: dict[str, Any]) -> str: ...
-
     # optional: ``past_window(items, opts) -> bool``, true when the listing (sorted by resolution,
     # newest first) has left the --resolved-after window, so the rest need not be fetched
 
@@ -83,6 +81,13 @@ class Source(Protocol):
 
     async def complete(self, q: ForecastingQuestion, web: WebClient, base_url: str) -> ForecastingQuestion | Skip:
         """Anything the listing lacks (e.g. a description from a detail page)."""
+
+
+def list_page(data: Any) -> tuple[list[dict[str, Any]], bool]:
+    """A page that is a bare JSON list of items (Manifold, Polymarket): more follow until it is empty."""
+    if not isinstance(data, list):
+        raise ValueError("expected a list of markets")
+    return [m for m in data if isinstance(m, dict)], bool(data)
 
 
 def question_id(source: str, source_id: str) -> str:
