@@ -266,3 +266,10 @@ def test_end_to_end_scrape_generate_evaluate_leaderboard(tmp_path):
     board = json.loads(proc.stdout)
     assert [row["forecaster"] for row in board["standings"]] == ["constant", "uniform"]
     assert all(row["n_questions"] == 200 for row in board["standings"])
+
+
+def test_n_counts_written_questions_when_a_detail_page_fails(tmp_path):
+    with WebFixture(broken={("manifold-market", "m1")}) as srv:
+        report = run("manifold", srv, tmp_path / "mf.jsonl", ScrapeOptions(status="all"), n=2)
+    assert report.written == 2 and report.skipped["detail page unusable"] == 1
+    assert [q["metadata"]["source_id"] for q in lines(tmp_path / "mf.jsonl")] == ["m2", "m7"]

@@ -320,16 +320,19 @@ async def scrape(
                         else:
                             seen.add(q.id)
                             candidates.append(q)
-                    if n is not None:
-                        candidates = candidates[: max(0, n - report.written)]
-                    kept = []
-                    for q in await asyncio.gather(*(finish(q) for q in candidates)):
-                        if isinstance(q, Skip):
-                            report.skipped[str(q)] += 1
-                        else:
-                            kept.append(q)
-                    log_out.extend(kept)
-                    report.written += len(kept)
+                    # completed (e.g. a detail page each) no more than -n still needs; a failed one
+                    # makes room for the next candidate of the page
+                    while candidates and (n is None or report.written < n):
+                        take = candidates if n is None else candidates[: n - report.written]
+                        candidates = candidates[len(take) :]
+                        kept = []
+                        for q in await asyncio.gather(*(finish(q) for q in take)):
+                            if isinstance(q, Skip):
+                                report.skipped[str(q)] += 1
+                            else:
+                                kept.append(q)
+                        log_out.extend(kept)
+                        report.written += len(kept)
                     full = n is not None and report.written >= n
                     if not full:
                         query_index, offset = next_pos
