@@ -178,3 +178,11 @@ def test_resolve_cli(tmp_path):
     assert "1 question(s) asked (yes 1); 1 written to q.resolved.jsonl" in proc.stdout
     line = json.loads((tmp_path / "q.resolved.jsonl").read_text())
     assert line["resolution"] is True and line["metadata"]["model_resolution"]["justification"]
+
+
+def test_bad_articles_file_names_file_and_line(tmp_path):
+    good = json.dumps(sample_articles()[0])
+    bad = json.dumps({"title": "No url", "published_at": "2024-06-01"})
+    (tmp_path / "a.jsonl").write_text(f"{good}\n{bad}\n")
+    proc = cc(tmp_path, "questions", "news", "--articles", "a.jsonl", "--out", "n.jsonl", "--model", "x::y")
+    assert proc.returncode == 2 and "a.jsonl:2: url: missing required field" in proc.stderr
