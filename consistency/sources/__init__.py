@@ -20,10 +20,10 @@ _WHERE = {
     "Manifold": "manifold",
     "Metaculus": "metaculus",
     "Polymarket": "polymarket",
-    "ScrapeOptions": "scrape",
-    "ScrapeReport": "scrape",
-    "Skip": "scrape",
-    "scrape": "scrape",
+    "ScrapeOptions": "scraper",
+    "ScrapeReport": "scraper",
+    "Skip": "scraper",
+    "scrape": "scraper",
 }
 
 __all__ = ["SOURCES", *_WHERE]

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..models import ForecastingQuestion
 from .http import MalformedPage, WebClient, full_url
-from .scrape import ScrapeOptions, Skip, join_body, list_page, market_probability, ms_datetime, question_id
+from .scraper import ScrapeOptions, Skip, join_body, list_page, market_probability, ms_datetime, question_id
 
 _RESOLUTIONS = {"YES": True, "NO": False}
 

@@ -13,7 +13,7 @@ from typing import Any
 from ..llm.secrets import optional_key
 from ..models import ForecastingQuestion
 from .http import WebClient
-from .scrape import ScrapeOptions, Skip, iso_datetime, join_body, market_probability, question_id
+from .scraper import ScrapeOptions, Skip, iso_datetime, join_body, market_probability, question_id
 
 TOKEN_VARIABLE = "METACULUS_TOKEN"
 _RESOLUTIONS = {"yes": True, "no": False}

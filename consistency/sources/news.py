@@ -31,7 +31,7 @@ from ..models import ForecastingQuestion
 from ..prompts import question_block, render
 from ..questions.pipeline import rejects_path_for, verify_question
 from .http import FatalHTTPError, FetchError, WebClient
-from .scrape import iso_datetime
+from .scraper import iso_datetime
 
 log = logging.getLogger(__name__)
 

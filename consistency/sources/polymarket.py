@@ -14,7 +14,7 @@ from typing import Any
 
 from ..models import ForecastingQuestion
 from .http import WebClient
-from .scrape import ScrapeOptions, Skip, iso_datetime, join_body, list_page, market_probability, question_id
+from .scraper import ScrapeOptions, Skip, iso_datetime, join_body, list_page, market_probability, question_id
 
 
 def _json_list(value: Any) -> list[Any]:

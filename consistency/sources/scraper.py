@@ -4,7 +4,7 @@ The driver pages through a source's listing (offset pagination, the next page fe
 current one is parsed), turns each item into a :class:`ForecastingQuestion` or a skip reason,
 applies the filters every source shares (resolution window, creation date, minimum duration),
 and appends kept questions to the output at once, de-duplicated by source id. Its position is
-saved after every page in ``<out>.scrape.json`` so ``resume`` carries on where a run stopped;
+saved (about once a second) in ``<out>.scrape.json`` so ``resume`` carries on where a run stopped;
 pages that cannot be used are recorded there with their URL and reason and skipped.
 """
 
