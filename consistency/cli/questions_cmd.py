@@ -302,6 +302,9 @@ def news_cmd(
         float, typer.Option(help="Entity overlap (Jaccard) at which an older article is dropped.")
     ] = 0.25,
     threshold: Threshold = 6,
+    verifier_model: Annotated[
+        str | None, typer.Option(help="Model that verifies the questions (default: --model).")
+    ] = None,
     *,
     llm_args: LLMArgs,
 ) -> None:
@@ -370,7 +373,8 @@ def news_cmd(
     async def run():
         async with llm_args.client() as llm:
             report = await questions_from_news(kept, out_path, llm, llm_args.model, horizon_days=horizon_days,
-                                               per_article=per_article, threshold=threshold, span=span)  # fmt: skip
+                                               per_article=per_article, threshold=threshold, span=span,
+                                               verifier_model=verifier_model)  # fmt: skip
         print_usage(llm.stats)
         return report
 
