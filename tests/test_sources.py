@@ -264,7 +264,8 @@ def test_end_to_end_scrape_generate_evaluate_leaderboard(tmp_path):
     assert len((tmp_path / "bench" / "CondChecker.jsonl").read_text().splitlines()) == 10
     assert (tmp_path / "tuples_run" / "CondChecker.jsonl").exists()
     board = json.loads(proc.stdout)
-    assert [row["forecaster"] for row in board["standings"]] == ["constant", "uniform"]
+    names = [row["forecaster"] for row in board["standings"]]  # named by the forecaster each run records
+    assert len(names) == 2 and names[0].startswith("constant") and names[1].startswith("uniform")
     assert all(row["n_questions"] == 200 for row in board["standings"])
 
 

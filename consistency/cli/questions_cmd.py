@@ -1,4 +1,5 @@
-"""``cc questions``: base questions from a topic, around a source question, from bare titles; and their verification."""
+"""``cc questions``: base questions from a topic, around a source question, from bare titles, from platforms
+and news; their verification and resolution."""
 
 from __future__ import annotations
 
