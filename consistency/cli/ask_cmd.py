@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Annotated
 
@@ -11,7 +10,7 @@ import typer
 from ..forecasters.llm import ForecastAnswer, forecast_messages
 from ..models import ForecastingQuestion
 from .console import err, escape, out
-from .llm_command import LLMArgs, llm_command
+from .llm_command import LLMArgs, llm_command, run_calls
 
 
 @llm_command
@@ -31,7 +30,7 @@ def ask(
         async with llm_args.client() as llm:
             return await llm.structured(model, messages, ForecastAnswer), llm.stats
 
-    result, stats = asyncio.run(run())
+    result, stats = run_calls(run(), resumable=False)
     summary = {
         "model": model,
         "ok": result.ok,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -21,7 +20,7 @@ from ..generate.verify import TupleVerifier
 from ..jsonl import read_jsonl
 from ..models import ForecastingQuestion
 from .console import err, escape, out
-from .llm_command import LLMArgs, llm_command, print_usage
+from .llm_command import LLMArgs, llm_command, print_usage, run_calls
 
 
 class InstantiatorChoice(StrEnum):
@@ -122,7 +121,7 @@ def generate_cmd(
         concurrency=llm_args.values["max_connections"],
     )  # fmt: skip
     plan = Plan(kind, verify, threshold, verifier_model or llm_args.model, rel, embeddings, out_dir, options)
-    reports = asyncio.run(_run(checks, pool, plan, llm_args))
+    reports = run_calls(_run(checks, pool, plan, llm_args))
     for report in reports:
         _print_report(report)
     if not any(r.total for r in reports):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -14,7 +13,7 @@ from ..embeddings import make_embedder
 from ..questions import QuestionReport, Window, build_questions, related_titles, synthetic_titles, verify_questions
 from .console import err, escape, out
 from .generate_cmd import load_questions
-from .llm_command import LLMArgs, llm_command, print_usage, shared_options
+from .llm_command import LLMArgs, llm_command, print_usage, run_calls, shared_options
 
 app = typer.Typer(help="Make and check base questions for a benchmark.", no_args_is_help=True)
 
@@ -113,7 +112,7 @@ def synth(
                                       threshold=titling.dedupe)  # fmt: skip
 
     meta = {"category": category, "tags": tag_list}
-    _report(asyncio.run(_complete(titles_of, out_path, making, meta, llm_args)))
+    _report(run_calls(_complete(titles_of, out_path, making, meta, llm_args)))
 
 
 @app.command("related")
@@ -144,7 +143,7 @@ def related(
             threshold=titling.dedupe,
         )  # fmt: skip
 
-    _report(asyncio.run(_complete(titles_of, out_path, making, {"source_id": source_id}, llm_args)))
+    _report(run_calls(_complete(titles_of, out_path, making, {"source_id": source_id}, llm_args)))
 
 
 @app.command("fill")
@@ -167,7 +166,7 @@ def fill(
     async def titles_of(llm):
         return lines
 
-    _report(asyncio.run(_complete(titles_of, out_path, making, {}, llm_args)))
+    _report(run_calls(_complete(titles_of, out_path, making, {}, llm_args)))
 
 
 @app.command("verify")
@@ -188,4 +187,4 @@ def verify_cmd(
         print_usage(llm.stats)
         return report
 
-    _report(asyncio.run(run()))
+    _report(run_calls(run()))

@@ -4,7 +4,9 @@ Each call goes: cache → cost limit → per-model concurrency and rate limits �
 retries (429, 5xx, timeouts, dropped connections; exponential backoff with jitter, or the
 server's ``Retry-After``) → structured parsing by ``instructor`` with a bounded number of
 re-asks. Whatever happens, a call returns an :class:`LLMResult`: a value, or an error with
-the raw text the model gave, so a run never dies of one bad answer.
+the raw text the model gave, so a run never dies of one bad answer. The exception: errors that
+cannot succeed on retry (a wrong key, an unknown model, an unreachable endpoint; see
+:mod:`.fatal`) raise :class:`~.fatal.FatalError` once they repeat, so the caller stops.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from .accounting import RunStats, Transcript, Usage
 from .cache import ResponseCache, cache_key
+from .fatal import Breaker, diagnose
 from .limits import RateLimiter
 from .secrets import api_key, optional_key, redact
 from .specs import ModelSpec, parse_model_spec
@@ -170,6 +173,7 @@ class LLM:
         self.cache = ResponseCache(self.settings.cache_path) if self.settings.cache else None
         self.transcript = Transcript(transcript) if transcript else None
         self.cost_limit_reached = False
+        self.breaker = Breaker()  # stops all calls on errors that cannot succeed on retry
         self._endpoints: dict[str, _Endpoint] = {}
         self._endpoint_lock: asyncio.Lock | None = None
 
@@ -238,10 +242,16 @@ class LLM:
         params: dict[str, Any],
     ) -> LLMResult:
         start = time.perf_counter()
+        self.breaker.check()
         try:
             ep = await self.endpoint(model)
         except Exception as exc:  # a missing key or an unusable spec fails every call the same way
-            return self._finish(None, messages, response_model, params, LLMResult(None, error=redact(str(exc))), start)
+            if isinstance(model, ModelSpec) or not isinstance(exc, ValueError):
+                self.breaker.failure(exc, model if isinstance(model, ModelSpec) else parse_model_spec(model))
+            failed = LLMResult(None, error=redact(str(exc)))
+            result = self._finish(None, messages, response_model, params, failed, start)
+            self.breaker.check()
+            return result
         params = {"temperature": self.settings.temperature, **params}
         schema = _schema(response_model) if response_model is not None else "text"
         key = cache_key(ep.identity, messages, params, schema)
@@ -262,13 +272,15 @@ class LLM:
             value = result.value.model_dump(mode="json") if isinstance(result.value, BaseModel) else result.value
             usage = {"prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens}
             self.cache.put(key, ep.identity, {"value": value, "raw": result.raw, "usage": usage})
-        return self._finish(ep, messages, response_model, params, result, start)
+        result = self._finish(ep, messages, response_model, params, result, start)
+        self.breaker.check()  # recorded above; now stop the caller if this call tripped the breaker
+        return result
 
     async def _request(
         self, ep: _Endpoint, messages: list[dict[str, Any]], response_model: type | None, params: dict[str, Any]
     ) -> LLMResult:
         attempts = 0
-        retrying = self.retrying()
+        retrying = self.retrying(ep.spec)
         async with ep.semaphore:
             # Checked once a slot is free, so calls queued behind the limit are not made either.
             refused = self._over_budget()
@@ -289,7 +301,9 @@ class LLM:
                         if ep.tpm:
                             ep.tpm.settle(estimate, result.usage.prompt_tokens + result.usage.completion_tokens)
             except Exception as exc:  # retries exhausted, or an error that retrying cannot fix
-                return LLMResult(None, error=_describe(exc), attempts=attempts)
+                diagnosis = diagnose(exc, ep.spec)
+                return LLMResult(None, error=diagnosis.sentence if diagnosis else _describe(exc), attempts=attempts)
+        self.breaker.success(ep.spec)
         result.attempts = attempts
         return result
 
@@ -330,12 +344,22 @@ class LLM:
         value = response_model.model_validate(parsed.model_dump())
         return LLMResult(value, raw=_raw_text(completion), usage=usage)
 
-    def retrying(self) -> AsyncRetrying:
-        """Retries of transient errors (429, 5xx, timeouts), with the server's hint or backoff."""
+    def retrying(self, spec: ModelSpec | None = None) -> AsyncRetrying:
+        """Retries of transient errors (429, 5xx, timeouts), with the server's hint or backoff.
+
+        With ``spec``, every failed attempt is shown to the breaker, which ends the retries of an
+        endpoint that cannot be reached at all.
+        """
+
+        def retry(exc: BaseException) -> bool:
+            if spec is not None:
+                self.breaker.failure(exc, spec)
+            return _transient(exc) and self.breaker.reason is None
+
         return AsyncRetrying(
             stop=stop_after_attempt(self.settings.max_attempts),
             wait=self._wait,
-            retry=retry_if_exception(_transient),
+            retry=retry_if_exception(retry),
             reraise=True,
             before_sleep=self._before_retry,
         )

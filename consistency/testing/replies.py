@@ -87,6 +87,7 @@ class Fault:
     seconds: float = 0.0
     then: Reply | None = None
     message: str = ""
+    code: str | None = None
 
     @classmethod
     def rate_limit(cls, retry_after: float = 0.1) -> Fault:
@@ -99,6 +100,13 @@ class Fault:
         if not 500 <= status <= 599:
             raise ValueError(f"server_error status must be 5xx, got {status}")
         return cls("status", status, message=f"The server had an error (scripted {status}).")
+
+    @classmethod
+    def error(cls, status: int, message: str, code: str | None = None) -> Fault:
+        """An HTTP 4xx as OpenAI sends it: 401 for a bad key, 404 for an unknown model, 400 for a bad parameter."""
+        if not 400 <= status <= 499:
+            raise ValueError(f"error status must be 4xx, got {status}")
+        return cls("status", status, message=message, code=code)
 
     @classmethod
     def hang(cls, seconds: float = 30.0, then: Reply | None = None) -> Fault:

@@ -473,7 +473,9 @@ class ScriptedServer:
             raise _Drop
         if fault.kind == "malformed":
             return _Response(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"ind')
-        kind, code, headers = "server_error", None, []
+        kind, code, headers = "server_error", fault.code, []
+        if 400 <= fault.status < 500 and fault.status != 429:
+            kind = {401: "authentication_error", 403: "permission_error"}.get(fault.status, "invalid_request_error")
         if fault.status == 429:
             kind, code = "requests", "rate_limit_exceeded"
             if fault.retry_after is not None:
