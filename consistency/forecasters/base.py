@@ -236,6 +236,7 @@ class Forecaster(ABC):
 
         async def one(q: ForecastingQuestion, place: Occurrence | None) -> ForecastOutcome:
             async with gate:
+                same.check()  # tripped while this one waited: start nothing new
                 outcome = await self.forecast_safely(q, timeout=timeout, occurrence=place)
             if on_outcome is not None:
                 on_outcome(outcome)
@@ -280,6 +281,7 @@ class _SameError:
     streak: int = 0
     error: str | None = None
     answered: bool = False
+    reason: str | None = None
 
     def see(self, outcome: ForecastOutcome) -> None:
         if self.after is None or self.answered:
@@ -290,11 +292,16 @@ class _SameError:
             return
         self.streak = self.streak + 1 if outcome.error == self.error else 1
         self.error = outcome.error
-        if self.streak >= self.after:
-            raise FatalError(
+        if self.streak >= self.after and self.reason is None:
+            self.reason = (
                 f"forecaster {self.label} raised the same error on each of the first {self.streak} questions "
                 f"({self.error}); fix the forecaster, then resume the run"
             )
+        self.check()
+
+    def check(self) -> None:
+        if self.reason is not None:
+            raise FatalError(self.reason)
 
 
 def _recording_init(init: Callable[..., None]) -> Callable[..., None]:

@@ -283,6 +283,7 @@ class LLM:
         retrying = self.retrying(ep.spec)
         async with ep.semaphore:
             # Checked once a slot is free, so calls queued behind the limit are not made either.
+            self.breaker.check()
             refused = self._over_budget()
             if refused is not None:
                 return refused
@@ -331,9 +332,9 @@ class LLM:
             usage = Usage.of(ep.model, getattr(exc, "total_usage", None))
             self.stats.add(usage)
             if cause is not None and _transient(cause):
-                raise cause from None
+                raise cause from cause.__cause__  # keep what caused it (a refused connection...)
             if cause is not None and not isinstance(cause, (ValidationError, json.JSONDecodeError, ValueError)):
-                raise cause from None
+                raise cause from cause.__cause__  # keep what caused it (a refused connection...)
             raw = _raw_text(getattr(exc, "last_completion", None))
             attempts = getattr(exc, "n_attempts", 1)
             error = f"answer failed validation after {attempts} attempt(s): {_short(cause or exc)}"
