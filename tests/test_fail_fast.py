@@ -283,4 +283,4 @@ def test_totals_survive_two_sigkills_and_match_the_transcript_and_the_server(tmp
     assert [s["totals"]["calls"] for s in sessions] == [5, 7, answered - 12]
     assert all(s["host"] and s["version"] and s["started"] and s["ended"] for s in sessions)
     assert f"{answered} model calls" in done.stderr
-    assert f"this session: {answered - 12} calls" in done.stderr
+    assert f"over 3 sessions (this one: {answered - 12} calls" in done.stderr

@@ -57,7 +57,8 @@ class _Bar:
         return f"failed {t.failed}  cached {t.cached}  ${t.cost:.4f}"
 
     def stop(self) -> None:
-        self.progress.stop()
+        if self.task is not None:  # never started (an error before the run): nothing to close
+            self.progress.stop()
 
 
 @llm_settings_command
@@ -202,11 +203,11 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
     else:
         out.print(render_table(result.report))
     totals, session = meta.get("totals", {}), this_session(meta)
-    part = ""
-    if len(meta.get("sessions") or []) > 1:
+    part, count = "", len(meta.get("sessions") or [])
+    if count > 1:
         part = (
-            f" (this session: {session.get('calls', 0)} calls, {session.get('cache_hits', 0)} cache hits, "
-            f"${session.get('cost', 0):.4f})"
+            f" over {count} sessions (this one: {session.get('calls', 0)} calls, {session.get('cache_hits', 0)} "
+            f"cache hits, ${session.get('cost', 0):.4f})"
         )
     err.print(
         f"{meta.get('questions', 0)} questions, {len(result.failures)} failed; "

@@ -22,6 +22,9 @@ _FRAMEWORK_FIELDS = frozenset(
     | {"response_format", "n"}
 )
 
+#: The request parameters an error message lists first.
+_COMMON = ("temperature", "max_tokens", "top_p", "seed", "stop", "reasoning_effort", "extra_body")
+
 
 @cache
 def request_parameters() -> tuple[str, ...]:
@@ -42,10 +45,10 @@ def check_request_parameters(owner: type, params: dict[str, Any], options: tuple
                 hint = " (keys come from the environment or .env: OPENAI_API_KEY, OPENROUTER_API_KEY, CC_API_KEY)"
             close = difflib.get_close_matches(name, [*options, *accepted], n=1)
             hint = hint or (f" (did you mean {close[0]!r}?)" if close else "")
-            shown = ", ".join(p for p in accepted if not p.startswith("extra_"))
+            shown = ", ".join(p for p in _COMMON if p in accepted)
             raise ForecasterSpecError(
-                f"{owner.__name__} has no option {name!r}{hint}; its options: {', '.join(options)}, "
-                f"and request parameters of chat.completions.create: {shown}"
+                f"{owner.__name__} has no option {name!r}{hint}; its options: {', '.join(options)}, and the "
+                f"request parameters of openai's chat.completions.create ({shown}, ...)"
             )
 
 
