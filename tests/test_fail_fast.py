@@ -284,3 +284,45 @@ def test_totals_survive_two_sigkills_and_match_the_transcript_and_the_server(tmp
     assert all(s["host"] and s["version"] and s["started"] and s["ended"] for s in sessions)
     assert f"{answered} model calls" in done.stderr
     assert f"over 3 sessions (this one: {answered - 12} calls" in done.stderr
+
+
+# --- the other commands that call models ------------------------------------------------------
+
+QUESTIONS = Path(__file__).resolve().parents[1] / "consistency" / "datasets" / "benchmark" / "questions.jsonl"
+
+
+def refusing_server() -> ScriptedServer:
+    return ScriptedServer(lambda request: Fault.error(401, "Incorrect API key provided.", "invalid_api_key"))
+
+
+def test_a_ground_truth_run_stops_the_same_way(tmp_path):
+    with refusing_server() as srv:
+        proc = evaluate_cmd(srv.model_spec(), tmp_path / "gt", "-q", QUESTIONS)
+        assert srv.count <= CONNECTIONS
+    meta = assert_stopped(proc, tmp_path / "gt", "refused the API key with HTTP 401")
+    assert meta["kind"] == "ground_truth"
+
+
+def test_ask_generate_and_questions_stop_with_one_sentence(tmp_path):
+    sentence = "refused the API key with HTTP 401 (Incorrect API key provided.); check CC_API_KEY"
+    with refusing_server() as srv:
+        model = ("--model", srv.model_spec(), "--max-connections", str(CONNECTIONS))
+        asked = cc("ask", "Will it rain in Paris on 1 May 2030?", *model)
+        assert asked.returncode == 1 and asked.stderr.count(sentence) == 1, asked.stderr
+        assert srv.count == 1
+        srv.reset()
+        out = tmp_path / "tuples"
+        made = cc("generate", "-c", "neg", "-q", QUESTIONS, "-o", out, "--instantiator", "llm", "-n", "5", *model)
+        assert made.returncode == 1 and made.stderr.count(sentence) == 1, made.stderr
+        assert "Traceback" not in made.stderr and srv.count <= CONNECTIONS
+        rejects = list(out.rglob("*rejects*"))
+        assert all(not p.read_text().strip() for p in rejects if p.is_file())  # nothing marked as tried
+        srv.reset()
+        filled = tmp_path / "filled.jsonl"
+        titles = tmp_path / "titles.txt"
+        titles.write_text("Will a Mars sample return mission launch before 2031?\nWill Brent crude trade above $150?\n")
+        window = ("--created", "2024-10-01", "--resolve-by", "2031-01-01")
+        fill = cc("questions", "fill", "--titles", titles, "--out", filled, *window, *model)
+        assert fill.returncode == 1 and fill.stderr.count(sentence) == 1, fill.stderr
+        assert "run the same command again" in fill.stderr
+        assert srv.count <= 2
