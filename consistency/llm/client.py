@@ -33,7 +33,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from .accounting import RunStats, Transcript, Usage
 from .cache import ResponseCache, cache_key
-from .fatal import Breaker, diagnose
+from .fatal import Breaker, FatalError, diagnose
 from .limits import RateLimiter
 from .secrets import api_key, optional_key, redact
 from .specs import ModelSpec, parse_model_spec
@@ -245,13 +245,11 @@ class LLM:
         self.breaker.check()
         try:
             ep = await self.endpoint(model)
-        except Exception as exc:  # a missing key or an unusable spec fails every call the same way
-            if isinstance(model, ModelSpec) or not isinstance(exc, ValueError):
-                self.breaker.failure(exc, model if isinstance(model, ModelSpec) else parse_model_spec(model))
+        except Exception as exc:  # a missing key, an unusable spec, a local server that won't start
             failed = LLMResult(None, error=redact(str(exc)))
-            result = self._finish(None, messages, response_model, params, failed, start)
-            self.breaker.check()
-            return result
+            self._finish(None, messages, response_model, params, failed, start)
+            reason = self.breaker.trip(failed.error or type(exc).__name__)  # every call would fail the same way
+            raise FatalError(reason) from None
         params = {"temperature": self.settings.temperature, **params}
         schema = _schema(response_model) if response_model is not None else "text"
         key = cache_key(ep.identity, messages, params, schema)

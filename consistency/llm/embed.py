@@ -34,10 +34,16 @@ async def embed_texts(llm: LLM, model: str | ModelSpec, texts: Sequence[str]) ->
     for start in range(0, len(missing), BATCH):
         batch = missing[start : start + BATCH]
         async with ep.semaphore:
-            async for attempt in llm.retrying():
-                with attempt:
-                    llm.stats.calls += 1
-                    response = await ep.pick()[0].embeddings.create(model=ep.model, input=[texts[i] for i in batch])
+            llm.breaker.check()
+            try:
+                async for attempt in llm.retrying(ep.spec):
+                    with attempt:
+                        llm.stats.calls += 1
+                        batch_texts = [texts[i] for i in batch]
+                        response = await ep.pick()[0].embeddings.create(model=ep.model, input=batch_texts)
+            except Exception:
+                llm.breaker.check()  # a wrong key or model: the one-sentence reason, not the raw error
+                raise
         llm.stats.add(Usage.of(ep.model, response.usage))
         for i, item in zip(batch, sorted(response.data, key=lambda d: d.index), strict=True):
             vectors[i] = list(item.embedding)

@@ -1,8 +1,8 @@
 """Errors that cannot succeed on retry, and the breaker that stops a run on them.
 
 A wrong key (401), no access (403), an unknown model or URL (404), a request the server rejects
-(400/422), a request parameter the client does not take (``TypeError``), a missing key, or an
-endpoint that was never reached (connection refused, no route, DNS failure): asking again gives
+(400/422), a request parameter the client does not take (``TypeError``), or an endpoint that
+was never reached (connection refused, no route, DNS failure): asking again gives
 the same answer, so after a few identical occurrences the :class:`Breaker` trips and the run stops
 with one sentence naming the endpoint's host, the cause and the fix. Transient errors (429, 5xx,
 timeouts of a reachable server) never count: they keep their retries.
@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 
-from .secrets import MissingKeyError, redact
+from .secrets import redact
 from .specs import ModelSpec
 
 #: Identical occurrences of an error that cannot succeed on retry before a run stops.
@@ -79,8 +79,6 @@ def diagnose(exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
     """What an error means for the endpoint, if it is one that cannot succeed on retry; else None."""
     host, model = host_of(spec), spec.model
     key = spec.key_variable or "the key"
-    if isinstance(exc, MissingKeyError):
-        return Diagnosis(f"key:{spec.key_variable}", redact(str(exc)).rstrip("."), after=1)
     if isinstance(exc, openai.APIStatusError) and exc.status_code in _FATAL_STATUS:
         status, text = exc.status_code, redact(_message(exc))
         said = f" ({text})" if text else ""
@@ -150,6 +148,12 @@ class Breaker:
             if streak.count >= min(diagnosis.after, self.after) and self.reason is None:
                 self.reason = diagnosis.sentence + "."
             return diagnosis
+
+    def trip(self, reason: str) -> str:
+        """Stop now, for a reason known to hold for every call (a missing key, a spec that cannot work)."""
+        with self._lock:
+            self.reason = self.reason or reason.rstrip(".") + "."
+            return self.reason
 
     def check(self) -> None:
         """Raise :class:`FatalError` once tripped: no new work after that."""
