@@ -7,6 +7,7 @@ not as a time.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -86,8 +87,10 @@ def resume_completes(run: Path, process: bool = False) -> dict:
     return meta
 
 
-def test_a_wrong_key_stops_the_run_at_once_and_it_resumes_once_fixed(tmp_path):
-    refused = Fault.error(401, "Incorrect API key provided: sk-wr***ng.", "invalid_api_key")
+def test_a_wrong_key_stops_the_run_at_once_and_it_resumes_once_fixed(tmp_path, monkeypatch):
+    secret = "sk-proj-WRONGkey0123456789abcdef"
+    monkeypatch.setenv("CC_API_KEY", secret)
+    refused = Fault.error(401, f"Incorrect API key provided: {secret}.", "invalid_api_key")  # as OpenAI echoes it
     with ScriptedServer(lambda request: refused) as srv:
         proc = evaluate_cmd(srv.model_spec(), tmp_path / "run", process=True)  # the process's own exit code
         assert srv.count <= CONNECTIONS  # nothing asked after the first answers came back
@@ -95,6 +98,8 @@ def test_a_wrong_key_stops_the_run_at_once_and_it_resumes_once_fixed(tmp_path):
         host = f"127.0.0.1:{srv.port}"
         assert_stopped(proc, tmp_path / "run", f"{host} refused the API key with HTTP 401")
         assert "check CC_API_KEY" in proc.stderr
+        assert secret not in proc.stderr
+        assert not [f.name for f in (tmp_path / "run").iterdir() if secret in f.read_text()]
         meta = resume_completes(tmp_path / "run")
     assert [s["status"] for s in meta["sessions"]] == ["failed", "complete"]
 
@@ -326,3 +331,30 @@ def test_ask_generate_and_questions_stop_with_one_sentence(tmp_path):
         assert fill.returncode == 1 and fill.stderr.count(sentence) == 1, fill.stderr
         assert "run the same command again" in fill.stderr
         assert srv.count <= 2
+
+
+def test_a_parameter_the_client_rejects_stops_the_llm_layer_after_three_calls():
+    """A forecaster of one's own passing a bad keyword straight to the LLM layer (no -F check on the way)."""
+    from pydantic import BaseModel
+
+    from consistency.llm import LLM, LLMSettings
+
+    class Answer(BaseModel):
+        prob: float
+
+    async def go(spec: str) -> list[str]:
+        errors = []
+        async with LLM(LLMSettings(cache=False, max_backoff=0.01)) as llm:
+            for i in range(5):
+                result = await llm.structured(spec, [{"role": "user", "content": f"q{i}"}], Answer, api_key="x")
+                errors.append(result.error)
+        return errors
+
+    with ScriptedServer() as srv:
+        with pytest.raises(FatalError) as stopped:
+            asyncio.run(go(srv.model_spec()))
+        assert srv.count == 0  # refused by the client itself, before any request
+    assert str(stopped.value) == (
+        f"cannot call 127.0.0.1:{srv.port}: the client does not take the request parameter 'api_key'; "
+        "remove -F api_key."
+    )
