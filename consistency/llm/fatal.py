@@ -90,6 +90,7 @@ def diagnose(exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
             return Diagnosis(f"403:{text}", f"{host} denied access with HTTP 403{said}; {fix}", after=1)
         if status == 404:
             fix = "check the model name and the endpoint URL (it usually ends in /v1)"
+            said = f": {text}" if text else ""
             return Diagnosis(f"404:{text}", f"{host} has no model {model!r} (HTTP 404{said}); {fix}", after=1)
         fix = "remove or correct the request parameter it names (-F options)"
         return Diagnosis(f"{status}:{text}", f"{host} rejected the request with HTTP {status}{said}; {fix}")
