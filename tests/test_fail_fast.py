@@ -138,7 +138,7 @@ def test_a_request_parameter_the_client_does_not_take_is_refused_before_the_run(
     assert proc.returncode == 2 and "BasicForecaster has no option 'api_key'" in proc.stderr
     assert "environment or .env" in proc.stderr and "sk-secret" not in proc.stderr
     assert typo.returncode == 2 and "did you mean 'temperature'?" in typo.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1 or "Traceback" not in proc.stderr
+    assert proc.stderr.count("error") == 1 and "Traceback" not in proc.stderr
     assert not (tmp_path / "run").exists()
 
 
@@ -240,6 +240,14 @@ def test_fail_on_error_sets_the_exit_code_a_few_failures_do_not(tmp_path):
     by_count = evaluate_cmd(f"{source}::Flaky", tmp_path / "c", "--fail-on-error", str(failed))
     assert by_count.returncode == 0, by_count.stderr  # exactly the limit is not more than it
     assert run_json(tmp_path / "b")["status"] == "complete"  # the run itself finished
+
+
+def test_a_run_where_every_question_failed_exits_1(tmp_path):
+    source = tmp_path / "hopeless.py"
+    source.write_text(FLAKY.replace("% 4 == 0", "% 1 == 0"))  # a different error for each question
+    proc = evaluate_cmd(f"{source}::Flaky", tmp_path / "run")
+    assert proc.returncode == 1 and "no question got a forecast" in proc.stderr
+    assert run_json(tmp_path / "run")["status"] == "complete"  # not stopped early: the errors all differ
 
 
 # --- totals across sessions, including two SIGKILLs -------------------------------------------

@@ -168,9 +168,12 @@ def evaluate_cmd(
         raise typer.Exit(2) from None
     bar.stop()
     _print(result, as_json)
-    failed = len(result.failures)
-    if fail_on_error is not None and too_many_failures(failed, result.meta.get("questions", 0), fail_on_error):
+    failed, total = len(result.failures), result.meta.get("questions", 0)
+    if fail_on_error is not None and too_many_failures(failed, total, fail_on_error):
         err.print(f"[red]failed[/red]: {failed} failed question(s) exceed --fail-on-error {fail_on_error:g}")
+        raise typer.Exit(1)
+    if total and failed == total:  # not "a few failed items": nothing at all to score
+        err.print("[red]failed[/red]: no question got a forecast")
         raise typer.Exit(1)
 
 
