@@ -42,6 +42,7 @@ app.lazy("correlate", "correlate_cmd:correlate")
 app.lazy("proxy", "proxy_cmd:proxy")
 app.lazy("cache", "cache_cmd:app")
 app.lazy("arbitrage", "arbitrage_cmd:app")
+app.lazy("report", "report_cmd:report")
 
 
 @app.command("version")
