@@ -103,7 +103,7 @@ class Page:
 
     # ------------------------------------------------------------------ 1. summary
     def summary(self) -> str:
-        out = ['<section id="summary" data-section="summary"><h2>1. Summary per run</h2>']
+        out = ['<section id="summary" data-section="summary"><h2>1. Summary per run</h2><div class="runs">']
         for run in self.runs:
             slug = self.slugs[id(run)]
             rows = [["source", esc(run.source)], ["path", f"<code>{esc(run.path)}</code>"]]
@@ -138,7 +138,7 @@ class Page:
                     + "</ul></details>"
                 )
             out.append("</div>")
-        out.append("</section>")
+        out.append("</div></section>")
         return "\n".join(out)
 
     # ------------------------------------------------------------------ 2. consistency
@@ -227,10 +227,12 @@ class Page:
                 f'<details class="worst" data-check="{esc(c.check.name)}"><summary>{esc(c.check.name)}: '
                 "no tuple with a positive violation</summary></details>"
             )
+        condition = "; ".join(c.check.condition_texts)
         body = "".join(self.tuple_html(c, t) for t in c.worst)
         return (
             f'<details class="worst" data-check="{esc(c.check.name)}"><summary>{esc(c.check.name)}: '
-            f"{len(c.worst)} worst tuple(s), up to {num(c.worst[0].profit)} nats</summary>{body}</details>"
+            f"{len(c.worst)} worst tuple(s), up to {num(c.worst[0].profit)} nats</summary>"
+            f'<p class="note">A coherent forecaster satisfies <code>{esc(condition)}</code>.</p>{body}</details>'
         )
 
     def tuple_html(self, c: CheckResult, t: WorstTuple) -> str:
