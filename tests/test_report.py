@@ -151,6 +151,22 @@ def test_score_output_shows_the_unscorable_line_with_file_and_line(data, tmp_pat
     assert neg.unscorable == 1 and neg.scored == 3
 
 
+def test_what_the_page_cannot_show_is_cut_and_the_page_says_so(tmp_path):
+    source = sample_dir() / "forecasts" / "NegChecker.jsonl"
+    good = source.read_text().splitlines()
+    bad = '{"line": {"P": {"question": {"id": "x", "title": "t"}, "forecast": {"prob": 2}}}}'
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "NegChecker.jsonl").write_text("\n".join(good * 10 + [bad] * 150) + "\n")
+    write_report(score_path(tmp_path / "in"), tmp_path / "scored")
+    report = make_report([tmp_path / "scored"], tmp_path / "r.html", top=4)
+    page = (tmp_path / "r.html").read_text()
+    run = report.runs[0]
+    assert run.n_unscorable == 150 and len(run.unscorable) == 100
+    assert "Showing the first 100 of 150 unscorable lines" in page
+    assert len(run.checks[0].worst) == 4 and len(run.checks[0].violations["default"]) == 30
+    assert 'data-sampled="true">The page shows at most 4 tuple(s) per check (4 of 30 scored tuples)' in page
+
+
 def test_bundled_sample_forecasts_are_scored_like_cc_score(tmp_path):
     report = make_report([sample_dir() / "forecasts"], tmp_path / "r.html")
     expected = score_path(sample_dir() / "forecasts")

@@ -35,7 +35,8 @@ def report(
 
     start = time.perf_counter()
     try:
-        result = make_report(paths, out_file, top=top, png_dir=png, title=title)
+        with err.status(f"reading {len(paths)} path(s) and drawing the figures"):
+            result = make_report(paths, out_file, top=top, png_dir=png, title=title)
     except (ReportInputError, ScoringError, ScoreInputError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None

@@ -161,7 +161,7 @@ def checks_by_run(runs: list[Run]) -> Figure:
         ax.set_ylabel(METRIC_LABEL[metric])
         ax.grid(axis="y", alpha=0.3)
     axes[1].set_xticks(x, names, rotation=30, ha="right")
-    axes[0].legend(fontsize=8, loc="upper left")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=min(len(runs), 3), fontsize=8)
     return fig
 
 

@@ -246,7 +246,10 @@ def _scored_dir(path: Path, name: str | None, top: int, meta: dict[str, Any] | N
     info["parameters"] = ", ".join(f"{k}={v}" for k, v in params.items())
     run = Run(path, name or label, source, name or key, info)
     for class_name, entry in summary.get("checks", {}).items():
-        check = get_check(entry.get("check", class_name))
+        try:
+            check = get_check(entry.get("check", class_name))
+        except KeyError:
+            raise ReportInputError(f"{summary_path}: unknown check {entry.get('check', class_name)!r}") from None
         file = path / f"{check.class_name}.jsonl"
         violations, worst = _read_scored_lines(file, check, top) if file.is_file() else (_empty(), [])
         run.checks.append(
