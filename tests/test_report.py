@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
 
 from consistency.datasets import benchmark_dir, sample_dir
 from consistency.evaluation import RunOptions, evaluate
@@ -25,9 +26,6 @@ from consistency.scoring import score_path, write_report
 from consistency.testing import Fault, ScriptedServer, every_nth, probability_rule
 
 CC = Path(sys.executable).parent / "cc"
-REF = Path(__file__).resolve().parents[2] / "shared" / "reference-data"
-REF_FORECASTS = REF / "forecasts" / "BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped"
-REF_GROUND_TRUTH = REF / "ground_truth" / "BasicForecaster_gpt4o-mini-2024-07-18_20240501_20240815"
 NO_CACHE = LLMSettings(cache=False, timeout=5, max_backoff=0.01, max_attempts=1)
 CONSTANTS = ("0.25", "0.3", "0.4", "0.5")
 SECTIONS = ["summary", "consistency", "accuracy", "comparison"]
@@ -175,15 +173,15 @@ def test_bundled_sample_forecasts_are_scored_like_cc_score(tmp_path):
         np.testing.assert_array_equal(got.violations["frequentist"], want.scores.frequentist)
 
 
-@pytest.mark.skipif(not REF.is_dir(), reason="../shared/reference-data is absent (only in the project's workspace)")
+@needs_reference
 def test_published_directories_pair_into_one_forecaster(tmp_path):
-    report = make_report([REF_FORECASTS, REF_GROUND_TRUTH], tmp_path / "r.html", png_dir=tmp_path / "png")
+    report = make_report([FORECASTS, GROUND_TRUTH_RUN], tmp_path / "r.html", png_dir=tmp_path / "png")
     page = (tmp_path / "r.html").read_text()
     forecasts, truth = report.runs
     assert forecasts.source == "published forecasts" and truth.source == "published ground truth"
     assert forecasts.key == truth.key  # same class and configuration: one forecaster
     assert len(forecasts.checks) == 10 and sum(c.scored for c in forecasts.checks) == 2000
-    published = json.loads((REF_GROUND_TRUTH / "ground_truth_summary.json").read_text())
+    published = json.loads((GROUND_TRUTH_RUN / "ground_truth_summary.json").read_text())
     assert truth.accuracy is not None and truth.accuracy.n == published["total_questions"]
     assert round(truth.accuracy.brier, 3) == published["avg_brier_score"]
     assert "gpt-4o-mini-2024-07-18" in page
@@ -247,6 +245,11 @@ def test_cli_writes_the_report_and_names_a_bad_path(data, tmp_path):
     assert "mine: cc evaluate run (tuples)" in done.stdout and "failed question(s)" in done.stdout
     page = target.read_text()
     assert "<title>My &lt;report&gt;</title>" in page
+    parent = tmp_path / "runs"  # a directory of runs stands for each of them
+    parent.mkdir()
+    for n in ("c0.3", "g0.3"):
+        shutil.copytree(data[n], parent / n)
+    assert [r.path.name for r in make_report([parent], tmp_path / "p.html").runs] == ["c0.3", "g0.3"]
     bad = subprocess.run(
         [str(CC), "report", str(tmp_path / "nope")],
         capture_output=True,

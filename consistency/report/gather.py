@@ -24,6 +24,7 @@ from ..checks import Check, all_checks, get_check
 from ..jsonl import iter_json_lines
 from ..metrics import bootstrap_mean_ci
 from ..scores import proper
+from ..scores.sources import pair_key
 from ..scores.table import read_ground_truth
 from ..scoring import ScoredFile, ScoreParams, forecast_files, is_checker_file, score_path
 
@@ -107,12 +108,25 @@ class Run:
 
 
 def gather(paths: list[str], top: int = 5) -> list[Run]:
-    """One :class:`Run` per PATH; ``NAME=PATH`` names the forecaster (and pairs runs that share a name)."""
+    """One :class:`Run` per PATH; ``NAME=PATH`` names the forecaster (and pairs runs that share a name).
+
+    A directory holding none of the known layouts but subdirectories that do (``cc score`` over several
+    runs, the paper's ``forecasts/``) stands for those subdirectories."""
     runs = []
     for raw in paths:
         name, path = _split_name(raw)
+        if path.is_dir() and not _recognised(path):
+            subdirs = sorted(d for d in path.iterdir() if d.is_dir() and _recognised(d))
+            if subdirs and name is None:
+                runs += [read_run(d, None, top) for d in subdirs]
+                continue
         runs.append(read_run(path, name, top))
     return runs
+
+
+def _recognised(path: Path) -> bool:
+    known = ("run.json", "summary.json", "ground_truth_results.jsonl")
+    return any((path / f).is_file() for f in known) or any(is_checker_file(p) for p in path.glob("*.jsonl"))
 
 
 def _split_name(raw: str) -> tuple[str | None, Path]:
@@ -162,7 +176,11 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def _identity(forecaster: dict[str, Any] | None, fallback: str) -> tuple[str, str, str]:
-    """(display name, pairing key, models) of ``{forecaster_class, full_forecaster_config}``."""
+    """(display name, pairing key, models) of ``{forecaster_class, full_forecaster_config}``.
+
+    Runs with a recorded forecaster pair when its class and whole configuration are equal (two
+    ``constant`` forecasters with different ``p`` stay apart); runs known only by a directory name
+    pair as ``cc correlate`` pairs them (:func:`consistency.scores.sources.pair_key`)."""
     if not forecaster:
         return fallback, fallback, "—"
     cls = str(forecaster.get("forecaster_class") or forecaster.get("name") or fallback)
@@ -234,8 +252,13 @@ def _scored_dir(path: Path, name: str | None, top: int, meta: dict[str, Any] | N
         label, key, models = _identity(meta.get("forecaster"), path.name)
         info = _run_info(meta, models)
         source = "cc evaluate run (tuples)"
-    else:
-        label = key = path.name
+    else:  # a `cc score` output: the forecaster of the one run it scored, else its directory's name
+        inputs = [Path(i) for i in summary.get("inputs") or []]
+        scored = inputs[0] / "run.json" if len(inputs) == 1 else None
+        if scored is not None and scored.is_file():
+            label, key, _ = _identity(_json(scored).get("forecaster"), path.name)
+        else:
+            label, key = path.name, pair_key(path.name)
         info = {
             "inputs": ", ".join(summary.get("inputs", [])),
             "date": str(summary.get("created", "—")),
@@ -351,6 +374,7 @@ def _forecasts(path: Path, name: str | None, top: int) -> Run:
     directory = path if path.is_dir() else path.parent
     config = _paper_config(directory)
     label, key, models = _identity(config, directory.name if path.is_dir() else path.stem)
+    key = key if config else pair_key(label)
     info = {
         "forecaster": label,
         "class and config": json.dumps((config or {}).get("full_forecaster_config") or {}, default=str),
@@ -424,6 +448,7 @@ def _ground_truth_dir(path: Path, name: str | None, results: Path, meta: dict[st
         if "forecaster" in paper:
             paper["forecaster_class"] = paper.pop("forecaster")
         label, key, models = _identity(paper or None, path.name)
+        key = key if paper else pair_key(label)
         info = {
             "forecaster": label,
             "class and config": json.dumps(paper.get("full_forecaster_config") or {}, default=str),
