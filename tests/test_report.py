@@ -345,3 +345,25 @@ def test_the_report_opens_in_chromium_complete_and_readable(data, browser, tmp_p
             assert fig.size["width"] <= inner
             assert fig.find_element(By.TAG_NAME, "svg").size["width"] >= min(inner - 40, 640)  # never shrunk to specks
         assert _not_blank(browser.get_screenshot_as_png()) > 20
+
+
+def test_arbitrage_forecaster_runs_show_violation_by_depth(tmp_path):
+    runs = []
+    for depth in (1, 2):
+        options = {"base": "uniform", "depth": str(depth), "checks": "neg", "instantiator": "template"}
+        out = tmp_path / f"d{depth}"
+        evaluate("arbitrage", checks=["neg", "para"], limit=3, forecaster_options=options, out=out)
+        runs.append(out)
+    report = make_report([*runs, sample_dir() / "forecasts"], tmp_path / "r.html", png_dir=tmp_path / "png")
+    page = (tmp_path / "r.html").read_text()
+    assert [r.forecaster["forecaster_class"] for r in report.runs[:2]] == ["ArbitrageForecaster"] * 2
+    assert 'data-section="arbitrage"' in page and 'href="#arbitrage"' in page
+    assert 'data-figure="arbitrage_depth_1"' in page and (tmp_path / "png" / "arbitrage_depth_1.png").exists()
+    text = text_of(page)
+    for depth, run in zip((1, 2), runs, strict=True):
+        summary = json.loads((run / "summary.json").read_text())
+        neg = summary["checks"]["NegChecker"]["default"]["avg_violation"]
+        para = summary["checks"]["ParaphraseChecker"]["default"]["avg_violation"]
+        assert f"{depth} {neg:.4f} {para:.4f} {(neg + para) / 2:.4f}" in text  # one row of the depth table
+    single = make_report([sample_dir() / "forecasts"], tmp_path / "s.html")
+    assert single.runs and 'data-section="arbitrage"' not in (tmp_path / "s.html").read_text()

@@ -80,3 +80,17 @@ def _rank(entry: Entry) -> tuple[float, float, str]:
     arb = entry.consistency.aggregate("default") if entry.consistency else None
     brier = entry.brier
     return (float("inf") if arb is None else arb, float("inf") if brier is None else brier, entry.name)
+
+
+def by_depth(runs: list[Run]) -> dict[str, dict[int, Run]]:
+    """ArbitrageForecaster runs grouped by everything in their configuration but ``depth``: depth -> run."""
+    groups: dict[str, dict[int, Run]] = {}
+    for run in runs:
+        recorded = run.forecaster or {}
+        config = dict(recorded.get("full_forecaster_config") or {})
+        if recorded.get("forecaster_class") != "ArbitrageForecaster" or not run.checks or "depth" not in config:
+            continue
+        depth = int(config.pop("depth"))
+        label = ", ".join(f"{k}={v}" for k, v in sorted(config.items()) if v not in (None, False))
+        groups.setdefault(label, {})[depth] = run
+    return groups

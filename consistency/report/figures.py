@@ -199,6 +199,36 @@ def versus(comparison: Comparison, metric: str = "default") -> Figure:
     return fig
 
 
+def depth(series: dict[int, Run], title: str) -> Figure:
+    """Mean violation per check (thin) and over checks (thick) against the ArbitrageForecaster's depth."""
+    depths = sorted(series)
+    fig = _figure(9, 3.6)
+    axes = fig.subplots(1, 2)
+    names = [c.name for c in _checks_of(list(series.values()))]
+    for ax, metric in zip(axes, ("default", "frequentist"), strict=True):
+        for k, name in enumerate(names):
+            ys = [
+                _num(next((c.stats[metric]["avg_violation"] for c in series[d].checks if c.check.name == name), None))
+                for d in depths
+            ]
+            ax.plot(depths, ys, marker="o", linewidth=1, color=COLORS[k % len(COLORS)], label=name)
+        ax.plot(
+            depths,
+            [_num(series[d].aggregate(metric)) for d in depths],
+            color="black",
+            linewidth=2.5,
+            marker="s",
+            label="mean over checks",
+        )
+        ax.set_xticks(depths)
+        ax.set_xlabel("depth")
+        ax.set_ylabel(METRIC_LABEL[metric])
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=7, loc="best")
+    fig.suptitle(title, fontsize=9)
+    return fig
+
+
 def _checks_of(runs: list[Run]):
     seen: dict[str, object] = {}
     for run in runs:

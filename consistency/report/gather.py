@@ -95,6 +95,7 @@ class Run:
     key: str  # forecasters with one key are one row of the comparison (e.g. a tuple run and a ground-truth run)
     info: dict[str, str]
     checks: list[CheckResult] = field(default_factory=list)
+    forecaster: dict[str, Any] | None = None  # as recorded: forecaster_class, full_forecaster_config
     accuracy: Accuracy | None = None
     failures: list[str] = field(default_factory=list)  # first LIST_LIMIT question failures, with reasons
     n_failures: int = 0
@@ -268,6 +269,7 @@ def _scored_dir(path: Path, name: str | None, top: int, meta: dict[str, Any] | N
     params = summary.get("parameters") or {}
     info["parameters"] = ", ".join(f"{k}={v}" for k, v in params.items())
     run = Run(path, name or label, source, name or key, info)
+    run.forecaster = (meta or {}).get("forecaster")
     for class_name, entry in summary.get("checks", {}).items():
         try:
             check = get_check(entry.get("check", class_name))

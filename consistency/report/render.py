@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import __version__
 from . import figures
-from .compare import Comparison
+from .compare import Comparison, by_depth
 from .gather import METRICS, CheckResult, Run, WorstTuple
 
 SECTIONS = (
@@ -24,6 +24,7 @@ SECTIONS = (
     ("consistency", "Consistency"),
     ("accuracy", "Accuracy"),
     ("comparison", "Comparison"),
+    ("arbitrage", "By depth"),
 )
 
 
@@ -88,11 +89,15 @@ class Page:
 
     def html(self, title: str) -> str:
         parts = [self.summary(), self.consistency(), self.accuracy()]
-        sections = list(SECTIONS)
+        shown = {"summary", "consistency", "accuracy"}
         if self.comparison is not None:
             parts.append(self.compare())
-        else:
-            sections = sections[:-1]
+            shown.add("comparison")
+        groups = by_depth(self.runs)
+        if groups:
+            parts.append(self.depths(groups))
+            shown.add("arbitrage")
+        sections = [(sid, label) for sid, label in SECTIONS if sid in shown]
         nav = " ".join(f'<a href="#{sid}">{esc(label)}</a>' for sid, label in sections)
         template = Template(resources.files(__package__).joinpath("template.html").read_text(encoding="utf-8"))
         stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -409,5 +414,30 @@ class Page:
                     f"Each forecaster's mean {figures.METRIC_LABEL[metric]} per check against its Brier score.",
                 )
                 out.append(figure(drawn))
+        out.append("</section>")
+        return "\n".join(out)
+
+    # ------------------------------------------------------------------ 5. ArbitrageForecaster
+    def depths(self, groups: dict[str, dict[int, Run]]) -> str:
+        out = [
+            '<section id="arbitrage" data-section="arbitrage"><h2>5. ArbitrageForecaster: violation by depth</h2>',
+            '<p class="note">Runs of the ArbitrageForecaster that differ only in depth, side by side: each check\'s '
+            "mean violation and the mean over checks at each depth.</p>",
+        ]
+        for i, (label, series) in enumerate(groups.items(), start=1):
+            depths = sorted(series)
+            names = [c.check.name for c in series[depths[0]].checks]
+            rows = []
+            for d in depths:
+                by_name = {c.check.name: c.stats["default"]["avg_violation"] for c in series[d].checks}
+                rows.append([str(d), *(num(by_name.get(n)) for n in names), num(series[d].aggregate("default"))])
+            out.append(f"<h3>{esc(label) or 'ArbitrageForecaster'}</h3>")
+            out.append(table(["depth", *map(esc, names), "mean over checks"], rows, "depth"))
+            drawn = self.figs.render(
+                figures.depth(series, label),
+                f"arbitrage_depth_{i}",
+                "Mean arbitrage (left) and frequentist (right) violation per check against depth.",
+            )
+            out.append(figure(drawn))
         out.append("</section>")
         return "\n".join(out)
