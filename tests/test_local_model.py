@@ -160,7 +160,7 @@ def test_wrong_file_is_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(LocalModelError, match="sha256"):
         local.verify_weights(fake, local.BUNDLED_SHA256)
     # the same file in place of the bundled one: same size as pinned, other content
-    monkeypatch.setattr(local_weights, "bundled_weights_path", lambda: fake)
+    monkeypatch.setattr(local_weights, "bundled_weights_path", lambda **_: fake)
     monkeypatch.setattr(local_weights, "BUNDLED_SIZE", fake.stat().st_size)
     with pytest.raises(LocalModelError, match=r"sha256 .* not the expected"):
         local.resolve_weights()
