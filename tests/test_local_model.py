@@ -224,6 +224,7 @@ def test_json_schema_requests_become_llguidance_grammars() -> None:
     constrained = json.loads(constrained)
     assert constrained["properties"]["prob"] == schema["properties"]["prob"]  # bounds kept, for llguidance
     assert constrained["properties"]["note"]["maxLength"] == STRING_LIMIT
+    assert constrained["additionalProperties"] is False
     assert constrained["x-guidance"]["whitespace_flexible"] is False
     assert _rewrite({"model": "local", "messages": []}) is None  # free text: untouched
     capped = json.loads(llguidance_grammar({"type": "string", "maxLength": 5}).partition("%json ")[2])

@@ -38,7 +38,7 @@ DEFAULT_THREADS = 1  # llama.cpp's OpenMP threads spin: two threads per server w
 DEFAULT_PARALLEL = 4  # slots: requests decoded together (benchmarks/bench_local.py)
 DEFAULT_N_CTX = 4096  # context per slot: room for few-shot forecasting prompts; SmolLM2 was trained with 8192
 #: Tokens a request may generate when it does not say (a 135M model can ramble until its context is full).
-DEFAULT_N_PREDICT = 1024
+DEFAULT_N_PREDICT = 512
 CACHE_RAM_MIB = 256  # llama.cpp's cache of finished prompts, in RAM (its default is 8 GiB)
 #: llama.cpp's DRY sampler penalises extending a repeated passage: without it, SmolLM2 at temperature 0
 #: often loops ("This is a probability question. This is a probability question. ...") until cut off.

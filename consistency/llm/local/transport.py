@@ -7,9 +7,10 @@ llguidance grammar (``%llguidance`` + ``%json``, which xllamacpp is built with) 
 bounds and strings valid JSON. This transport, used only for the local server, rewrites the request body
 that way; the answer is the same JSON text instructor's JSON_SCHEMA mode parses.
 
-A tiny model can also keep writing one string until it runs out of tokens, leaving JSON that cannot be
-parsed; strings without a ``maxLength`` of their own are capped at :data:`STRING_LIMIT` characters in the
-grammar, so the answer always closes.
+A tiny model can also keep writing until it runs out of tokens, leaving JSON that cannot be parsed: one
+string (strings without a ``maxLength`` of their own are capped at :data:`STRING_LIMIT` characters), or
+extra keys (``"probability": 1, "probability": 1, ...``; objects without ``additionalProperties`` get
+none in the grammar, which pydantic would ignore anyway), so the answer always closes.
 """
 
 from __future__ import annotations
@@ -29,21 +30,23 @@ _JSON_LAYOUT = {"whitespace_flexible": False, "item_separator": ", ", "key_separ
 
 
 def llguidance_grammar(schema: dict[str, Any]) -> str:
-    """The llguidance grammar that constrains an answer to ``schema`` (strings capped, see above)."""
-    constrained = {**_cap_strings(schema), "x-guidance": _JSON_LAYOUT}
+    """The llguidance grammar that constrains an answer to ``schema`` (tightened, see above)."""
+    constrained = {**_tighten(schema), "x-guidance": _JSON_LAYOUT}
     return "%llguidance {}\nstart: %json " + json.dumps(constrained, separators=(",", ":"))
 
 
-def _cap_strings(node: Any) -> Any:
+def _tighten(node: Any) -> Any:
     if isinstance(node, list):
-        return [_cap_strings(item) for item in node]
+        return [_tighten(item) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {key: _cap_strings(value) for key, value in node.items()}
+    out = {key: _tighten(value) for key, value in node.items()}
     types = out.get("type")
     is_string = types == "string" or (isinstance(types, list) and "string" in types)
     if is_string and "maxLength" not in out and "enum" not in out and "const" not in out:
         out["maxLength"] = STRING_LIMIT
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False  # JSON schema allows extra keys unless told; a small model adds them
     return out
 
 
