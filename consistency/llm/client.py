@@ -116,7 +116,9 @@ _POOL_SIZE = 16
 class _Endpoint:
     """Per-model state: HTTP clients, instructor wrappers, concurrency and rate limits."""
 
-    def __init__(self, spec: ModelSpec, base_url: str | None, model: str, identity: str, llm: LLM) -> None:
+    def __init__(
+        self, spec: ModelSpec, base_url: str | None, model: str, identity: str, llm: LLM, slots: int | None = None
+    ) -> None:
         self.spec, self.model, self.identity = spec, model, identity
         if spec.provider == "custom":
             key = optional_key("CC_API_KEY")  # self-hosted servers often need none
@@ -126,6 +128,7 @@ class _Endpoint:
             key = None
         s = llm.settings
         shards = max(1, -(-s.max_connections // _POOL_SIZE))
+        limits = httpx2.Limits(max_connections=-(-s.max_connections // shards) + 2)
         self.clients = [
             openai.AsyncOpenAI(
                 base_url=base_url,
@@ -134,7 +137,8 @@ class _Endpoint:
                 timeout=s.timeout,
                 http_client=httpx2.AsyncClient(
                     timeout=httpx2.Timeout(s.timeout),
-                    limits=httpx2.Limits(max_connections=-(-s.max_connections // shards) + 2),
+                    limits=limits,
+                    transport=_local_transport(limits) if spec.provider == "local" else None,
                     event_hooks={"request": [llm._count_request]},
                 ),
             )
@@ -142,9 +146,9 @@ class _Endpoint:
         ]
         self.wrapped = [instructor.from_openai(c, mode=spec.mode) for c in self.clients]
         self._next = itertools.cycle(range(shards))
-        # llama-cpp-python's server answers one request at a time: queue here, where waiting does
+        # the local server decodes `slots` requests at once: queue the rest here, where waiting does
         # not count against the HTTP timeout, instead of in the server, where it would
-        self.semaphore = asyncio.Semaphore(1 if spec.provider == "local" else s.max_connections)
+        self.semaphore = asyncio.Semaphore(min(slots, s.max_connections) if slots else s.max_connections)
         s = llm.settings
         self.rpm = RateLimiter(s.requests_per_minute) if s.requests_per_minute else None
         self.tpm = RateLimiter(s.tokens_per_minute) if s.tokens_per_minute else None
@@ -232,7 +236,8 @@ class LLM:
 
         install_exit_handlers()  # signal handlers can only be set here, on the loop's (main) thread
         server = await asyncio.to_thread(get_local_server)
-        return _Endpoint(spec, server.base_url, server.model_name, f"local|{server.weights_sha256}", self)
+        identity = f"local|{server.weights_sha256}"
+        return _Endpoint(spec, server.base_url, server.model_name, identity, self, slots=server.parallel)
 
     async def _call(
         self,
@@ -420,6 +425,12 @@ class LLM:
                 }
             )
         return result
+
+
+def _local_transport(limits: httpx2.Limits) -> httpx2.AsyncBaseTransport:
+    from .local.transport import GrammarTransport
+
+    return GrammarTransport(limits)
 
 
 @cache

@@ -7,7 +7,8 @@
 - ``local``: the bundled model, served by llama.cpp on 127.0.0.1 by the framework itself.
 
 A ``?mode=`` suffix (``tools``, ``json_schema``, ``json``, ``md_json``) overrides the structured
-output mode; the defaults are what each endpoint supports (llama.cpp's server needs tools).
+output mode; the defaults are what each endpoint supports (``local`` answers in JSON constrained by
+the schema's grammar: SmolLM2's chat template produces no tool calls).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def parse_model_spec(text: str) -> ModelSpec:
             raise ModelSpecError(f"unknown option {query!r} in model spec {raw!r}; use ?mode={'|'.join(_MODES)}")
         mode_name = value
     if spec == "local":
-        provider, model, base_url, key_var, default_mode = "local", "local", None, None, "tools"
+        provider, model, base_url, key_var, default_mode = "local", "local", None, None, "json_schema"
     elif "::" in spec:
         base_url, model = spec.split("::", 1)
         if not base_url.startswith(("http://", "https://")) or not model:
