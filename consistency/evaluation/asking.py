@@ -12,12 +12,16 @@ from typing import Any
 from ..forecasters import Forecaster, ForecastOutcome, Occurrence
 from ..llm import LLM, LLMSettings
 from ..models import ForecastingQuestion
-from .rundir import TRANSCRIPT, RunDir, now
+from .rundir import TRANSCRIPT, RunDir, RunDirError, now
 
 log = logging.getLogger(__name__)
 
 #: How much of a model's unusable answer a failure record keeps.
 RAW_LIMIT = 2000
+
+
+class RunStopped(RunDirError):
+    """The run could not go on (its files cannot be written); it is left resumable."""
 
 
 @dataclass(frozen=True)
@@ -98,11 +102,19 @@ async def ask_all(
     """
     pending = [a for a in asks if done.get(a.key, {}).get("forecast") is None]
 
+    stopped: list[OSError] = []
+
     def journal(outcome: ForecastOutcome) -> None:
+        if stopped:  # the journal cannot be written (a full disk): the run is stopping, drop the rest
+            return
         key = occurrence_key(outcome.occurrence) if outcome.occurrence else question_key(outcome.question)
         record = record_of(key, outcome)
+        try:
+            run.append(record)
+        except OSError as exc:
+            stopped.append(exc)
+            raise
         done[key] = record
-        run.append(record)
         if on_record is not None:
             on_record(record)
 
@@ -142,6 +154,7 @@ def drive(
     meta = run.update(status="running", questions=len(asks))
     stats: dict[str, Any] = {}
     status = "interrupted"
+    stopped: OSError | None = None
     try:
         coro = ask_all(
             forecaster,
@@ -155,14 +168,27 @@ def drive(
         )
         stats = asyncio.run(coro)
         status = "complete"
+    except OSError as exc:  # most likely a full disk: what is journaled is safe, stop here
+        stopped = exc
     finally:
-        extra = finish(done)
-        if status == "complete":
-            run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
-        totals = dict(meta.get("totals", {}))
-        for key, value in stats.items():
-            if isinstance(value, int | float):
-                totals[key] = totals.get(key, 0) + value
-        meta = run.update(status=status, ended=now(), totals=totals, **extra)
+        try:
+            extra = finish(done)
+            if status == "complete":
+                run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
+            totals = dict(meta.get("totals", {}))
+            for key, value in stats.items():
+                if isinstance(value, int | float):
+                    totals[key] = totals.get(key, 0) + value
+            meta = run.update(status=status, ended=now(), totals=totals, **extra)
+        except OSError as exc:
+            stopped = stopped or exc
+            status = "interrupted"
+        run.release()
+    if stopped is not None:
+        saved = sum(1 for r in done.values() if r.get("forecast") is not None)
+        raise RunStopped(
+            f"cannot write {stopped.filename or run.path}: {stopped.strerror or stopped}; the run stopped with "
+            f"{saved} forecast(s) saved: free some space and finish it with --resume {run.path}"
+        ) from stopped
     log.info("run %s: %s", run.path, status)
     return meta

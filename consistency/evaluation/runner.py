@@ -62,6 +62,7 @@ def reopen_run(
     """The run directory, its recorded configuration, and the forecaster and options to finish it with."""
     run = RunDir(run_dir)
     meta = run.read()
+    run.acquire()
     if meta.get("kind") != kind:
         raise RunDirError(f"{run_dir}: not a {kind} run (kind {meta.get('kind')!r})")
     if forecaster is None:  # CLI runs recorded their -F options; library runs their constructor's arguments

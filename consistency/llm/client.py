@@ -378,7 +378,7 @@ class LLM:
             self.transcript.write(
                 {
                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "model": ep.spec.text if ep else None,
+                    "model": ep.spec.public if ep else None,
                     "endpoint_model": ep.model if ep else None,
                     "messages": messages,
                     "params": params,
