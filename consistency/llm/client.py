@@ -15,7 +15,9 @@ import itertools
 import json
 import logging
 import time
+import urllib.parse
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -123,9 +125,12 @@ class _Endpoint:
             key = None
         s = llm.settings
         shards = max(1, -(-s.max_connections // _POOL_SIZE))
+        # a query in the endpoint's URL (?api-version=, ?key=) goes with every request, not into the path
+        base_url, _, query = (base_url or "").partition("?")
         self.clients = [
             openai.AsyncOpenAI(
-                base_url=base_url,
+                base_url=base_url or None,
+                default_query=dict(urllib.parse.parse_qsl(query)) or None,
                 api_key=key or "no-key",
                 max_retries=0,
                 timeout=s.timeout,
@@ -208,6 +213,16 @@ class LLM:
     async def _count_request(self, request: httpx2.Request) -> None:
         if request.url.path.endswith("/chat/completions"):
             self.stats.calls += 1
+            ledger = _LEDGER.get()
+            if ledger is not None:
+                ledger.requests += 1
+
+    def _spend(self, usage: Usage) -> None:
+        """Tokens a response billed: into the run's totals and the current call's transcript line."""
+        self.stats.add(usage)
+        ledger = _LEDGER.get()
+        if ledger is not None:
+            ledger.add(usage)
 
     async def endpoint(self, model: str | ModelSpec) -> _Endpoint:
         spec = parse_model_spec(model) if isinstance(model, str) else model
@@ -238,10 +253,31 @@ class LLM:
         params: dict[str, Any],
     ) -> LLMResult:
         start = time.perf_counter()
+        ledger = _Ledger()
+        token = _LEDGER.set(ledger)
+        ep: _Endpoint | None = None
         try:
-            ep = await self.endpoint(model)
-        except Exception as exc:  # a missing key or an unusable spec fails every call the same way
-            return self._finish(None, messages, response_model, params, LLMResult(None, error=redact(str(exc))), start)
+            try:
+                ep = await self.endpoint(model)
+            except Exception as exc:  # a missing key or an unusable spec fails every call the same way
+                return self._finish(None, messages, response_model, params, LLMResult(None, error=redact(str(exc))), start)
+            result = await self._cached_or_asked(ep, messages, response_model, params, start)
+        except asyncio.CancelledError:  # a forecast timeout: what was sent and billed still goes on record
+            if ledger.requests:
+                self._finish(ep, messages, response_model, params, LLMResult(None, error="cancelled"), start, ledger)
+            raise
+        finally:
+            _LEDGER.reset(token)
+        return self._finish(ep, messages, response_model, params, result, start, ledger)
+
+    async def _cached_or_asked(
+        self,
+        ep: _Endpoint,
+        messages: list[dict[str, Any]],
+        response_model: type | None,
+        params: dict[str, Any],
+        start: float,
+    ) -> LLMResult:
         params = {"temperature": self.settings.temperature, **params}
         schema = _schema(response_model) if response_model is not None else "text"
         key = cache_key(ep.identity, messages, params, schema)
@@ -255,14 +291,13 @@ class LLM:
                 if value is not None:
                     self.stats.cache_hits += 1
                     usage = Usage(**hit.get("usage", {}), cost=0.0)  # served from disk: nothing spent
-                    result = LLMResult(value, raw=hit.get("raw"), cache_hit=True, usage=usage)
-                    return self._finish(ep, messages, response_model, params, result, start)
+                    return LLMResult(value, raw=hit.get("raw"), cache_hit=True, usage=usage)
         result = await self._request(ep, messages, response_model, params)
         if result.ok and self.cache is not None:
             value = result.value.model_dump(mode="json") if isinstance(result.value, BaseModel) else result.value
             usage = {"prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens}
             self.cache.put(key, ep.identity, {"value": value, "raw": result.raw, "usage": usage})
-        return self._finish(ep, messages, response_model, params, result, start)
+        return result
 
     async def _request(
         self, ep: _Endpoint, messages: list[dict[str, Any]], response_model: type | None, params: dict[str, Any]
@@ -300,7 +335,7 @@ class LLM:
         if response_model is None:
             completion = await client.chat.completions.create(model=ep.model, messages=messages, **params)
             usage = Usage.of(ep.model, completion.usage)
-            self.stats.add(usage)
+            self._spend(usage)
             return LLMResult(
                 completion.choices[0].message.content or "", raw=completion.choices[0].message.content, usage=usage
             )
@@ -315,7 +350,7 @@ class LLM:
         except InstructorRetryException as exc:
             cause = _root_cause(exc)
             usage = Usage.of(ep.model, getattr(exc, "total_usage", None))
-            self.stats.add(usage)
+            self._spend(usage)
             if cause is not None and _transient(cause):
                 raise cause from None
             if cause is not None and not isinstance(cause, (ValidationError, json.JSONDecodeError, ValueError)):
@@ -325,7 +360,7 @@ class LLM:
             error = f"answer failed validation after {attempts} attempt(s): {_short(cause or exc)}"
             return LLMResult(None, error=error, raw=raw, usage=usage)
         usage = Usage.of(ep.model, getattr(parsed, "_total_usage", None) or completion.usage)
-        self.stats.add(usage)
+        self._spend(usage)
         # Hand back the caller's own class, exactly as a cache hit would.
         value = response_model.model_validate(parsed.model_dump())
         return LLMResult(value, raw=_raw_text(completion), usage=usage)
@@ -369,8 +404,12 @@ class LLM:
         params: dict[str, Any],
         result: LLMResult,
         start: float,
+        ledger: _Ledger | None = None,
     ) -> LLMResult:
         result.latency = time.perf_counter() - start
+        if ledger is not None and not result.cache_hit:
+            # every HTTP attempt of the call (retries, re-asks, instructor's own retries) and all it billed
+            result.attempts, result.usage = ledger.requests, ledger.usage
         if not result.ok:
             self.stats.failures += 1
         if self.transcript is not None:
@@ -397,6 +436,23 @@ class LLM:
                 }
             )
         return result
+
+
+@dataclass
+class _Ledger:
+    """What one call sent and was billed, across all its HTTP attempts (kept in a context variable,
+    which the HTTP client's request hook and the token accounting of each attempt see)."""
+
+    requests: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def add(self, usage: Usage) -> None:
+        u = self.usage
+        cost = None if u.cost is None and usage.cost is None else (u.cost or 0.0) + (usage.cost or 0.0)
+        self.usage = Usage(u.prompt_tokens + usage.prompt_tokens, u.completion_tokens + usage.completion_tokens, cost)
+
+
+_LEDGER: ContextVar[_Ledger | None] = ContextVar("llm_call_ledger", default=None)
 
 
 @cache
