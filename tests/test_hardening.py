@@ -230,7 +230,7 @@ def _write_benchmark(tmp_path: Path) -> Path:
     """A small NegChecker tuple file with distinct questions (2 questions per tuple)."""
     from consistency.datasets import benchmark_dir
 
-    source = benchmark_dir() / "NegChecker.jsonl"
+    source = benchmark_dir() / "tuples" / "NegChecker.jsonl"
     target = tmp_path / "bench" / "NegChecker.jsonl"
     target.parent.mkdir()
     target.write_text("".join(source.read_text().splitlines(keepends=True)[:6]))
@@ -242,9 +242,19 @@ def test_disk_full_during_evaluate_stops_cleanly_and_resumes(tmp_path, monkeypat
     real_append = AppendLog.append
     appended = []
 
-    def filling_up(self, item):
-        if len(appended) >= 3:
+    class FullDisk:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, text):
             raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    def filling_up(self, item):
+        if len(appended) >= 3 and not isinstance(self._fh, FullDisk):
+            self._fh = FullDisk(self._fh)
         appended.append(item)
         real_append(self, item)
 
@@ -255,7 +265,7 @@ def test_disk_full_during_evaluate_stops_cleanly_and_resumes(tmp_path, monkeypat
         monkeypatch.setattr(AppendLog, "append", real_append)
         assert done.exit_code != 0
         message = " ".join(done.output.split())
-        assert "forecasts.jsonl: No space left on device" in message and "--resume" in message
+        assert "forecasts.jsonl: No space left on device" in message and "--resume" in message, message
         assert "Traceback" not in done.output and done.output.count("error") == 1
         meta = json.loads((tmp_path / "run" / "run.json").read_text())
         assert meta["status"] == "interrupted"
@@ -269,7 +279,8 @@ def test_disk_full_during_evaluate_stops_cleanly_and_resumes(tmp_path, monkeypat
 def test_generate_out_on_a_file_is_one_sentence(tmp_path):
     (tmp_path / "q.jsonl").write_text(json.dumps({"title": "Will X happen by 2030?"}) + "\n")
     (tmp_path / "taken").write_text("x")
-    done = runner.invoke(app, ["generate", "-q", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "taken")])
+    args = ["generate", "-c", "neg", "-q", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "taken")]
+    done = runner.invoke(app, args)
     assert done.exit_code != 0 and "Traceback" not in done.output
     assert str(tmp_path / "taken") in " ".join(done.output.split()) and "not a directory" in done.output
 
@@ -287,11 +298,13 @@ def test_score_on_a_full_disk_names_the_file_and_the_missing_checks(tmp_path, mo
         real(src, dst)
 
     monkeypatch.setattr(jsonl.os, "replace", full_after_three)
-    done = runner.invoke(app, ["score", "consistency/datasets/sample/forecasts", "-o", str(tmp_path / "out")])
+    from consistency.datasets import sample_dir
+
+    done = runner.invoke(app, ["score", str(sample_dir() / "forecasts"), "-o", str(tmp_path / "out")])
     text = " ".join(done.output.split())
     assert done.exit_code != 0 and "Traceback" not in done.output
     assert "No space left on device" in text and str(tmp_path / "out") in text
-    assert "not written" in text
+    assert "1 of 10 checks written, not written: ParaphraseChecker, " in text and "no summary.json" in text, text
 
 
 # ------------------------------------------------------------------ 6. skipped input is reported; CSV encodings
@@ -347,7 +360,7 @@ def test_evaluate_reports_skipped_questions(tmp_path):
 
 def test_generate_on_an_empty_questions_file_says_so(tmp_path):
     (tmp_path / "q.jsonl").write_text("")
-    done = runner.invoke(app, ["generate", "-q", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "g")])
+    done = runner.invoke(app, ["generate", "-c", "neg", "-q", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "g")])
     assert done.exit_code != 0
     assert "q.jsonl" in done.output and "empty" in done.output
 

@@ -107,7 +107,13 @@ def generate_cmd(
     except KeyError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
+    if out_dir.exists() and not out_dir.is_dir():
+        err.print(f"[red]error[/red] {escape(str(out_dir))} is a file, not a directory: --out takes a directory")
+        raise typer.Exit(2)
     pool = load_questions(questions)
+    if not pool:
+        err.print(f"[red]error[/red] {escape(str(questions))}: no questions (the file is empty)")
+        raise typer.Exit(2)
     source = None
     if around is not None:
         source = next((q for q in pool if q.id == around), None)
