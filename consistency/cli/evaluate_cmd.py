@@ -16,7 +16,7 @@ from ..forecasters import ForecasterSpecError
 from ..forecasters.loading import parse_options
 from ..llm import LLMSettings
 from ..scoring import ScoreParams
-from .console import err, escape, fmt, out
+from .console import err, escape, fmt, out, print_skipped
 from .llm_command import llm_settings_command
 from .score_cmd import render_table
 
@@ -177,6 +177,8 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
         f"{meta.get('questions', 0)} questions, {len(result.failures)} failed; "
         f"{totals.get('calls', 0)} model calls, {totals.get('cache_hits', 0)} cache hits, ${totals.get('cost', 0):.4f}"
     )
+    summary_file = "ground_truth_summary.json" if result.report is None else "summary.json"
+    print_skipped(result.skipped, str(result.run_dir / summary_file))
     for failure in result.failures[:5]:
         err.print(f"  failed {escape(failure['question_id'])}: {escape(str(failure['error']))}")
     if len(result.failures) > 5:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ class EvaluationResult:
     report: ScoreReport | None  # None for ground-truth runs (their scores are in meta["summary"])
     failures: list[dict[str, Any]]
     meta: dict[str, Any]
+    skipped: list[LineError] = field(default_factory=list)  # input lines that could not be used
 
 
 def start_run(
@@ -173,7 +174,8 @@ def _run(
         return {"failed_questions": len(failures)}
 
     final = drive(forecaster, asks, run, options, finish)
-    return EvaluationResult(run.path, written["report"], written["failures"], final)
+    skipped = [e for ts in sets for e in ts.errors]
+    return EvaluationResult(run.path, written["report"], written["failures"], final, skipped)
 
 
 def _score_set(root: Path, ts: TupleSet, set_keys, done, params: ScoreParams) -> ScoredFile:
