@@ -461,3 +461,14 @@ def test_json_errors_read_well_and_utf16_is_named(tmp_path):
     path.write_bytes(json.dumps({"title": "Will X happen?"}).encode("utf-16") + "\n".encode("utf-16-le"))
     done = runner.invoke(app, ["validate", str(path)])
     assert done.exit_code != 0 and "UTF-16" in done.output
+
+
+def test_a_run_whose_url_held_a_key_resumes_when_given_the_spec_again(tmp_path):
+    with ScriptedServer(probability_rule()) as srv:
+        spec = f"http://me:{PLAIN}@127.0.0.1:{srv.port}/v1::scripted"
+        done = runner.invoke(app, ["evaluate", "-f", spec, "-n", "1", "-c", "neg", "-o", str(tmp_path / "run")])
+        assert done.exit_code == 0, done.output
+        refused = runner.invoke(app, ["evaluate", "--resume", str(tmp_path / "run")])
+        resumed = runner.invoke(app, ["evaluate", "--resume", str(tmp_path / "run"), "-f", spec])
+    assert refused.exit_code != 0 and "held a key" in refused.output and PLAIN not in refused.output
+    assert resumed.exit_code == 0, resumed.output

@@ -12,9 +12,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..evaluation import EvaluationResult, RunDir, RunDirError, RunOptions, Tally, evaluate, resume
 from ..evaluation.ground_truth import evaluate_questions, resume_questions
 from ..files import DetectionError
-from ..forecasters import ForecasterSpecError
+from ..forecasters import ForecasterSpecError, load_forecaster
 from ..forecasters.loading import parse_options
 from ..llm import LLMSettings
+from ..llm.secrets import redact
 from ..scoring import ScoreParams
 from .console import err, escape, fmt, out, print_skipped
 from .llm_command import llm_settings_command
@@ -115,8 +116,12 @@ def evaluate_cmd(
     )
     try:
         if resume_dir is not None:
-            kind = RunDir(resume_dir).read().get("kind")
-            result = (resume_questions if kind == "ground_truth" else resume)(resume_dir, options=options)
+            recorded = RunDir(resume_dir).read()
+            again = None  # a spec with a key in its URL was stored scrubbed: the user gives it again
+            if redact(forecaster) != forecaster and redact(forecaster) == recorded.get("forecaster_spec"):
+                again = load_forecaster(forecaster, recorded.get("forecaster_options"))
+            finish = resume_questions if recorded.get("kind") == "ground_truth" else resume
+            result = finish(resume_dir, forecaster=again, options=options)
         elif questions is not None:
             result = evaluate_questions(
                 forecaster,

@@ -147,6 +147,7 @@ def drive(
 ) -> dict[str, Any]:
     """Ask what is missing, then always ``finish(done)`` (write results, even after Ctrl-C or a
     failure) and record the outcome in ``run.json``; returns its final contents."""
+    run.acquire()  # (already ours if we just created it) no second process works on this run meanwhile
     done = run.open_journal()
     tally = Tally(total=len(asks), done=sum(1 for a in asks if (done.get(a.key) or {}).get("forecast") is not None))
     if options.on_start is not None:

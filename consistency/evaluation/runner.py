@@ -63,10 +63,14 @@ def reopen_run(
     """The run directory, its recorded configuration, and the forecaster and options to finish it with."""
     run = RunDir(run_dir)
     meta = run.read()
-    run.acquire()
     if meta.get("kind") != kind:
         raise RunDirError(f"{run_dir}: not a {kind} run (kind {meta.get('kind')!r})")
     if forecaster is None:  # CLI runs recorded their -F options; library runs their constructor's arguments
+        if "[redacted]" in meta["forecaster_spec"]:
+            raise RunDirError(
+                f"{run_dir}: the forecaster spec held a key, which is never stored ({meta['forecaster_spec']}); "
+                "resume with the same spec again: --resume DIR -f SPEC"
+            )
         recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
         forecaster = load_forecaster(meta["forecaster_spec"], recorded)
     options = options or RunOptions(llm=LLMSettings.model_validate(meta.get("llm", {})))
