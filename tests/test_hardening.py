@@ -116,6 +116,17 @@ def test_a_locked_cache_is_waited_for(tmp_path):
     holder.close()
 
 
+def test_a_cache_that_cannot_be_opened_costs_calls_not_the_run(tmp_path, caplog):
+    path = tmp_path / "cache" / "responses.sqlite"
+    path.mkdir(parents=True)  # not even a file
+    with ScriptedServer(probability_rule()) as srv:
+        results, stats = ask(srv.model_spec(), 2, FAST)
+    assert all(r.ok for r in results) and stats.calls == 2
+    assert any("running without it" in r.getMessage() and str(path) in r.getMessage() for r in caplog.records)
+    done = runner.invoke(app, ["cache", "stats"])
+    assert done.exit_code == 2 and str(path) in " ".join(done.output.split())
+
+
 # ------------------------------------------------------------------ 2. one process owns a run directory
 
 

@@ -38,7 +38,7 @@ class RelevanceChoice(StrEnum):
 
 
 def load_questions(path: Path) -> list[ForecastingQuestion]:
-    """Questions from JSONL; a bad line stops the command with its file:line."""
+    """Questions from JSONL; a bad line, or no question at all, stops the command with one message."""
     questions, problems = [], []
     try:
         for _, parsed in read_jsonl(path, ForecastingQuestion):
@@ -52,6 +52,9 @@ def load_questions(path: Path) -> list[ForecastingQuestion]:
     if problems:
         for problem in problems[:20]:
             err.print(f"[red]error[/red] {escape(problem)}")
+        raise typer.Exit(2)
+    if not questions:
+        err.print(f"[red]error[/red] {escape(str(path))}: no questions (the file is empty)")
         raise typer.Exit(2)
     return questions
 
@@ -111,9 +114,6 @@ def generate_cmd(
         err.print(f"[red]error[/red] {escape(str(out_dir))} is a file, not a directory: --out takes a directory")
         raise typer.Exit(2)
     pool = load_questions(questions)
-    if not pool:
-        err.print(f"[red]error[/red] {escape(str(questions))}: no questions (the file is empty)")
-        raise typer.Exit(2)
     source = None
     if around is not None:
         source = next((q for q in pool if q.id == around), None)

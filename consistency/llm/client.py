@@ -14,6 +14,7 @@ import email.utils
 import itertools
 import json
 import logging
+import sqlite3
 import time
 import urllib.parse
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from instructor.v2.core.function_calls import response_schema
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from ..paths import cache_dir
 from .accounting import RunStats, Transcript, Usage
 from .cache import ResponseCache, cache_key
 from .limits import RateLimiter
@@ -172,7 +174,7 @@ class LLM:
     def __init__(self, settings: LLMSettings | None = None, transcript: str | Path | None = None) -> None:
         self.settings = settings or LLMSettings()
         self.stats = RunStats()
-        self.cache = ResponseCache(self.settings.cache_path) if self.settings.cache else None
+        self.cache = _open_cache(self.settings.cache_path) if self.settings.cache else None
         self.transcript = Transcript(transcript) if transcript else None
         self.cost_limit_reached = False
         self._endpoints: dict[str, _Endpoint] = {}
@@ -436,6 +438,16 @@ class LLM:
                 }
             )
         return result
+
+
+def _open_cache(path: Path | None) -> ResponseCache | None:
+    """The response cache, or none (with a warning) if it cannot be opened at all: it only saves time."""
+    try:
+        return ResponseCache(path)
+    except (sqlite3.Error, OSError) as exc:
+        where = path or cache_dir() / ResponseCache.FILENAME
+        log.warning("cannot open the response cache %s (%s); running without it", where, exc)
+        return None
 
 
 @dataclass
