@@ -248,10 +248,12 @@ def _write_benchmark(tmp_path: Path) -> Path:
     return target.parent
 
 
-def test_disk_full_during_evaluate_stops_cleanly_and_resumes(tmp_path, monkeypatch):
+def test_disk_full_during_evaluate_stops_cleanly_and_resumes(tmp_path, monkeypatch, caplog):
+    from consistency.llm.accounting import Transcript
+
     bench = _write_benchmark(tmp_path)
-    real_append = AppendLog.append
-    appended = []
+    real_append, real_write = AppendLog.append, Transcript.write
+    full = []  # set once the "disk" is full: every write of the run fails from then on
 
     class FullDisk:
         def __init__(self, fh):
@@ -263,21 +265,30 @@ def test_disk_full_during_evaluate_stops_cleanly_and_resumes(tmp_path, monkeypat
         def __getattr__(self, name):
             return getattr(self.fh, name)
 
-    def filling_up(self, item):
-        if len(appended) >= 3 and not isinstance(self._fh, FullDisk):
+    def append(self, item):
+        if len(lines(self.path)) >= 3:
+            full.append(True)
+        if full and not isinstance(self._fh, FullDisk):
             self._fh = FullDisk(self._fh)
-        appended.append(item)
         real_append(self, item)
 
-    with ScriptedServer(probability_rule()) as srv:
-        monkeypatch.setattr(AppendLog, "append", filling_up)
-        args = ["evaluate", "-f", srv.model_spec(), "-t", str(bench), "-o", str(tmp_path / "run"), "--concurrency", "1"]
+    def transcribe(self, record):
+        if full:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_write(self, record)
+
+    with ScriptedServer(probability_rule(), latency=0.05) as srv:
+        monkeypatch.setattr(AppendLog, "append", append)
+        monkeypatch.setattr(Transcript, "write", transcribe)
+        args = ["evaluate", "-f", srv.model_spec(), "-t", str(bench), "-o", str(tmp_path / "run"), "--concurrency", "4"]
         done = runner.invoke(app, args)
         monkeypatch.setattr(AppendLog, "append", real_append)
+        monkeypatch.setattr(Transcript, "write", real_write)
         assert done.exit_code != 0
         message = " ".join(done.output.split())
         assert "forecasts.jsonl: No space left on device" in message and "--resume" in message, message
         assert "Traceback" not in done.output and done.output.count("error") == 1
+        assert not [r for r in caplog.records if r.levelname == "ERROR"]  # no asyncio shutdown noise
         meta = json.loads((tmp_path / "run" / "run.json").read_text())
         assert meta["status"] == "interrupted"
         assert len(lines(tmp_path / "run" / "forecasts.jsonl")) == 3

@@ -10,6 +10,7 @@ the raw text the model gave, so a run never dies of one bad answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import itertools
 import json
@@ -266,7 +267,8 @@ class LLM:
             result = await self._cached_or_asked(ep, messages, response_model, params, start)
         except asyncio.CancelledError:  # a forecast timeout: what was sent and billed still goes on record
             if ledger.requests:
-                self._finish(ep, messages, response_model, params, LLMResult(None, error="cancelled"), start, ledger)
+                with contextlib.suppress(OSError):  # a cancelled call must end cancelled, whatever the disk says
+                    self._finish(ep, messages, response_model, params, LLMResult(None, error="cancelled"), start, ledger)
             raise
         finally:
             _LEDGER.reset(token)
