@@ -62,8 +62,8 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Li
 
 
 def utf16_encoding(head: bytes) -> str | None:
-    """"UTF-16" when ``head`` (the start of a file) is UTF-16 text: a byte-order mark, or ASCII
-    interleaved with NUL bytes as Windows tools write it without one."""
+    """Why ``head`` (the start of a file) is UTF-16 text, or None: a UTF-16 byte-order mark, or
+    ASCII interleaved with NUL bytes as Windows tools write it without one."""
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return "UTF-16 (it starts with a UTF-16 byte-order mark)"
     sample = head[:64]

@@ -361,7 +361,8 @@ def write_report(report: ScoreReport, out_dir: str | Path) -> Path:
         missing = [
             f.check.class_name
             for f in report.files
-            if not (out / f"{f.check.class_name}.jsonl").exists() or not (out / f"stats_{f.check.class_name}.json").exists()
+            if not (out / f"{f.check.class_name}.jsonl").exists()
+            or not (out / f"stats_{f.check.class_name}.json").exists()
         ]
         raise ScoringError(
             f"cannot write {exc.filename or out}: {exc.strerror or exc}; {out} is incomplete: "

@@ -78,8 +78,8 @@ def test_a_corrupt_cache_is_moved_aside_and_replaced(tmp_path, damage, caplog):
         data = path.read_bytes()
         path.write_bytes(data[: len(data) // 2])
     with ScriptedServer(probability_rule()) as srv:
-        results, stats = ask(srv.model_spec(), 3, FAST)
-        again, stats2 = ask(srv.model_spec(), 3, FAST)
+        results, _ = ask(srv.model_spec(), 3, FAST)
+        _, stats2 = ask(srv.model_spec(), 3, FAST)
     assert all(r.ok for r in results) and stats2.cache_hits == 3  # the fresh cache works
     aside = list(path.parent.glob("responses.sqlite.corrupt-*"))
     if damage != "zeros":  # SQLite takes an all-zero file for an empty database: nothing to set aside
@@ -102,11 +102,7 @@ def test_a_locked_cache_is_waited_for(tmp_path):
     holder.execute("BEGIN EXCLUSIVE")
     cache = ResponseCache(path)
 
-    async def release_later():
-        await asyncio.sleep(0.5)
-        holder.execute("COMMIT")
-
-    async def write():
+    async def write():  # blocks on the lock until the holder commits half a second later
         asyncio.get_running_loop().call_later(0.5, lambda: holder.execute("COMMIT"))
         await asyncio.to_thread(cache.put, "k", "m", {"value": 1})
 
@@ -465,7 +461,9 @@ def test_fault_options_of_the_scripted_server_cli():
         url = banner.split()[2]
         import httpx2
 
-        reply = httpx2.post(f"{url}/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
+        reply = httpx2.post(
+            f"{url}/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "x"}]}
+        )
         assert reply.status_code == 500
     finally:
         proc.terminate()

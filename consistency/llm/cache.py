@@ -125,7 +125,9 @@ class ResponseCache:
             if side.exists():
                 side.replace(target.with_name(target.name + suffix))
         self.moved_aside = target
-        log.warning("response cache %s is unreadable (%s): moved it to %s and started a fresh cache", self.path, exc, target)
+        log.warning(
+            "response cache %s is unreadable (%s): moved it to %s and started a fresh cache", self.path, exc, target
+        )
         self._connect()
 
     def get(self, key: str) -> dict[str, Any] | None:
@@ -159,7 +161,9 @@ class ResponseCache:
         run = {"hits": self.hits, "misses": self.misses, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
         def write() -> None:
-            self._connect().execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('last_run', ?)", (json.dumps(run),))
+            self._connect().execute(
+                "INSERT OR REPLACE INTO meta (name, value) VALUES ('last_run', ?)", (json.dumps(run),)
+            )
 
         with self._lock:
             self._tolerant(write, "write")

@@ -263,12 +263,16 @@ class LLM:
             try:
                 ep = await self.endpoint(model)
             except Exception as exc:  # a missing key or an unusable spec fails every call the same way
-                return self._finish(None, messages, response_model, params, LLMResult(None, error=redact(str(exc))), start)
+                return self._finish(
+                    None, messages, response_model, params, LLMResult(None, error=redact(str(exc))), start
+                )
             result = await self._cached_or_asked(ep, messages, response_model, params, start)
         except asyncio.CancelledError:  # a forecast timeout: what was sent and billed still goes on record
             if ledger.requests:
                 with contextlib.suppress(OSError):  # a cancelled call must end cancelled, whatever the disk says
-                    self._finish(ep, messages, response_model, params, LLMResult(None, error="cancelled"), start, ledger)
+                    self._finish(
+                        ep, messages, response_model, params, LLMResult(None, error="cancelled"), start, ledger
+                    )
             raise
         finally:
             _LEDGER.reset(token)

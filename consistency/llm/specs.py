@@ -76,10 +76,7 @@ def parse_model_spec(text: str) -> ModelSpec:
     if query:
         key, _, value = query.partition("=")
         if key != "mode" or value not in _MODES:
-            raise ModelSpecError(
-                f"unknown option {query!r} in model spec {raw!r}; "
-                f"use ?mode={'|'.join(_MODES)}"
-            )
+            raise ModelSpecError(f"unknown option {query!r} in model spec {raw!r}; use ?mode={'|'.join(_MODES)}")
         mode_name = value
     if spec == "local":
         provider, model, base_url, key_var, default_mode = "local", "local", None, None, "tools"

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "FAULT_KINDS",
     "Fault",
     "Reply",
     "Rule",
     "ScriptedRequest",
-    "FAULT_KINDS",
     "every_nth",
     "faults_then",
     "random_faults",
