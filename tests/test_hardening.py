@@ -492,3 +492,15 @@ def test_a_run_whose_url_held_a_key_resumes_when_given_the_spec_again(tmp_path):
         resumed = runner.invoke(app, ["evaluate", "--resume", str(tmp_path / "run"), "-f", spec])
     assert refused.exit_code != 0 and "held a key" in refused.output and PLAIN not in refused.output
     assert resumed.exit_code == 0, resumed.output
+
+
+def test_cc_ask_never_prints_a_key_written_into_the_url():
+    with ScriptedServer(probability_rule()) as srv:
+        for spec in (
+            f"http://me:{PLAIN}@127.0.0.1:{srv.port}/v1::scripted",
+            f"http://127.0.0.1:{srv.port}/v1?api_key={PLAIN}::scripted",
+        ):
+            for extra in ([], ["--json"]):
+                done = runner.invoke(app, ["ask", "Will it rain in Paris?", "--model", spec, "--no-cache", *extra])
+                assert done.exit_code == 0, done.output
+                assert PLAIN not in done.output and "[redacted]" in done.output

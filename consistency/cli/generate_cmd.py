@@ -62,8 +62,10 @@ def load_questions(path: Path) -> list[ForecastingQuestion]:
 def choose_instantiator(choice: InstantiatorChoice, llm_args: LLMArgs) -> str:
     if choice != InstantiatorChoice.auto:
         return choice.value
+    from ..llm.secrets import redact
+
     chosen = "llm" if llm_args.hosted else "template"
-    why = f"model {llm_args.model} is hosted" if llm_args.hosted else "the only model is the bundled local one"
+    why = f"model {redact(llm_args.model)} is hosted" if llm_args.hosted else "the only model is the bundled local one"
     err.print(f"instantiator: [bold]{chosen}[/bold] ({why}; pass --instantiator to choose)")
     return chosen
 
