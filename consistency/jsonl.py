@@ -124,7 +124,15 @@ def _name_file(exc: OSError, path: Path) -> NoReturn:
 
 
 def _umask() -> int:
-    """The process umask (reading it means setting it: put it straight back)."""
+    """The process umask: from /proc on Linux, else by setting it and putting it straight back
+    (which another thread creating a file at that instant could notice)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
