@@ -1,11 +1,12 @@
 """Evaluation under a flaky provider: ``python benchmarks/bench_faults.py``.
 
 Forecasts 2,000 resolved questions (``cc evaluate -q``'s library call, basic forecaster, no
-cache) against the scripted server twice: once fault-free, once with 20% of requests answered
-by a mixed fault (429 with Retry-After, 500, a hang past the client's timeout, malformed JSON,
-a dropped connection; a retried request gets a fresh draw). Prints
+cache) against the scripted server (in this process) fault-free and with 20% of requests
+answered by a mixed fault (429 with Retry-After, 500, a hang past the client's timeout,
+malformed JSON, a dropped connection; a retried request gets a fresh draw): after an untimed
+warm-up, the two alternate ``--repeat`` times and the fastest of each counts. Prints
 
-    lost=<questions without a forecast> duplicated=<questions answered twice>
+    lost=<questions without a forecast> duplicated=<questions answered twice> (worst faulty run)
     transcript_tokens=<sum of llm_calls.jsonl> billed_tokens=<what the server sent> run_tokens=<run.json>
     efficiency=<fault-free wall / faulty wall>   (target >= 0.7)
 """
@@ -85,32 +86,39 @@ def main() -> None:
     parser.add_argument("--max-backoff", type=float, default=0.5)
     parser.add_argument("--max-attempts", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each; the fastest counts (a shared machine)")
     args = parser.parse_args()
     rates = dict.fromkeys(FAULT_KINDS, args.fault_rate / len(FAULT_KINDS))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         os.environ["CC_CACHE_DIR"] = str(root / "cache")
         write_questions(root / "questions.jsonl", args.questions)
-        clean = run(probability_rule(), root / "questions.jsonl", root / "clean", args)
         faulty_rule = random_faults(
             probability_rule(), rates, seed=args.seed, hang_seconds=10 * args.timeout, retry_after=0.1
         )
-        faulty = run(faulty_rule, root / "questions.jsonl", root / "faulty", args)
+        run(probability_rule(), root / "questions.jsonl", root / "warm-up", args)  # first-call costs, untimed
+        cleans, faults = [], []
+        for i in range(args.repeat):  # alternated, so a burst of load elsewhere hits both kinds alike
+            cleans.append(run(probability_rule(), root / "questions.jsonl", root / f"clean{i}", args))
+            faults.append(run(faulty_rule, root / "questions.jsonl", root / f"faulty{i}", args))
+        clean = min(cleans, key=lambda r: r["wall"])
+        faulty = min(faults, key=lambda r: r["wall"])
     print(
         f"questions={args.questions} fault_rate={args.fault_rate} faults={','.join(FAULT_KINDS)} "
         f"concurrency={args.concurrency} latency_s={args.latency} timeout_s={args.timeout}"
     )
     print(
-        f"fault-free: wall_s={clean['wall']:.2f} requests={clean['requests']} lost={clean['lost']} "
-        f"tokens={clean['transcript_tokens']}"
+        f"fastest of {args.repeat}: fault-free: wall_s={clean['wall']:.2f} requests={clean['requests']} "
+        f"lost={clean['lost']} tokens={clean['transcript_tokens']}"
     )
     print(
         f"faulty: wall_s={faulty['wall']:.2f} requests={faulty['requests']} retries={faulty['retries']} "
         f"failed={faulty['failures']}"
     )
-    same = faulty["transcript_tokens"] == faulty["billed_tokens"] == faulty["run_tokens"]
+    same = all(f["transcript_tokens"] == f["billed_tokens"] == f["run_tokens"] for f in faults)
+    lost, duplicated = max(f["lost"] for f in faults), max(f["duplicated"] for f in faults)
     print(
-        f"lost={faulty['lost']} duplicated={faulty['duplicated']} transcript_tokens={faulty['transcript_tokens']} "
+        f"lost={lost} duplicated={duplicated} transcript_tokens={faulty['transcript_tokens']} "
         f"billed_tokens={faulty['billed_tokens']} run_tokens={faulty['run_tokens']} "
         f"transcript_tokens{'==' if same else '!='}billed_tokens efficiency={clean['wall'] / faulty['wall']:.3f} "
         "(target >= 0.7)"
