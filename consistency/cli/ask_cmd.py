@@ -22,6 +22,8 @@ def ask(
     llm_args: LLMArgs,
 ) -> None:
     """Ask a model for the probability that a question resolves YES."""
+    from ..llm.secrets import redact  # a key written into the spec's URL is never printed
+
     question = ForecastingQuestion(title=title, body=body)
     messages = forecast_messages(question)
     model = llm_args.model
@@ -32,7 +34,7 @@ def ask(
 
     result, stats = run_calls(run(), resumable=False)
     summary = {
-        "model": model,
+        "model": redact(model),
         "ok": result.ok,
         "prob": result.value.prob if result.ok else None,
         "reasoning": result.value.reasoning if result.ok else None,
@@ -52,7 +54,7 @@ def ask(
         cost = "unknown price" if result.usage.cost is None else f"${result.usage.cost:.5f}"
         source = "cache" if result.cache_hit else f"{stats.calls} call(s), {stats.retries} retries"
         err.print(
-            f"{escape(model)}: {result.latency:.2f}s, {source}, "
+            f"{escape(redact(model))}: {result.latency:.2f}s, {source}, "
             f"{result.usage.prompt_tokens}+{result.usage.completion_tokens} tokens, {cost}"
         )
     else:

@@ -13,12 +13,13 @@ from ..evaluation import EvaluationResult, RunDir, RunDirError, RunOptions, Tall
 from ..evaluation.ground_truth import evaluate_questions, resume_questions
 from ..evaluation.sessions import this_session
 from ..files import DetectionError
-from ..forecasters import ForecasterSpecError
+from ..forecasters import ForecasterSpecError, load_forecaster
 from ..forecasters.loading import parse_options
 from ..llm import LLMSettings
 from ..llm.fatal import FatalError
+from ..llm.secrets import redact
 from ..scoring import ScoreParams
-from .console import err, escape, fmt, out
+from .console import err, escape, fmt, out, print_skipped
 from .llm_command import llm_settings_command
 from .score_cmd import render_table
 
@@ -125,8 +126,12 @@ def evaluate_cmd(
     )
     try:
         if resume_dir is not None:
-            kind = RunDir(resume_dir).read().get("kind")
-            result = (resume_questions if kind == "ground_truth" else resume)(resume_dir, options=options)
+            recorded = RunDir(resume_dir).read()
+            again = None  # a spec with a key in its URL was stored scrubbed: the user gives it again
+            if redact(forecaster) != forecaster and redact(forecaster) == recorded.get("forecaster_spec"):
+                again = load_forecaster(forecaster, recorded.get("forecaster_options"))
+            finish = resume_questions if recorded.get("kind") == "ground_truth" else resume
+            result = finish(resume_dir, forecaster=again, options=options)
         elif questions is not None:
             result = evaluate_questions(
                 forecaster,
@@ -217,6 +222,8 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
         f"{totals.get('calls', 0)} model calls, {totals.get('cache_hits', 0)} cache hits, ${totals.get('cost', 0):.4f}"
         f"{part}"
     )
+    summary_file = "ground_truth_summary.json" if result.report is None else "summary.json"
+    print_skipped(result.skipped, str(result.run_dir / summary_file))
     for failure in result.failures[:5]:
         err.print(f"  failed {escape(failure['question_id'])}: {escape(str(failure['error']))}")
     if len(result.failures) > 5:

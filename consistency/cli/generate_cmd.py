@@ -37,7 +37,7 @@ class RelevanceChoice(StrEnum):
 
 
 def load_questions(path: Path) -> list[ForecastingQuestion]:
-    """Questions from JSONL; a bad line stops the command with its file:line."""
+    """Questions from JSONL; a bad line, or no question at all, stops the command with one message."""
     questions, problems = [], []
     try:
         for _, parsed in read_jsonl(path, ForecastingQuestion):
@@ -52,14 +52,19 @@ def load_questions(path: Path) -> list[ForecastingQuestion]:
         for problem in problems[:20]:
             err.print(f"[red]error[/red] {escape(problem)}")
         raise typer.Exit(2)
+    if not questions:
+        err.print(f"[red]error[/red] {escape(str(path))}: no questions (the file is empty)")
+        raise typer.Exit(2)
     return questions
 
 
 def choose_instantiator(choice: InstantiatorChoice, llm_args: LLMArgs) -> str:
     if choice != InstantiatorChoice.auto:
         return choice.value
+    from ..llm.secrets import redact
+
     chosen = "llm" if llm_args.hosted else "template"
-    why = f"model {llm_args.model} is hosted" if llm_args.hosted else "the only model is the bundled local one"
+    why = f"model {redact(llm_args.model)} is hosted" if llm_args.hosted else "the only model is the bundled local one"
     err.print(f"instantiator: [bold]{chosen}[/bold] ({why}; pass --instantiator to choose)")
     return chosen
 
@@ -106,6 +111,9 @@ def generate_cmd(
     except KeyError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
+    if out_dir.exists() and not out_dir.is_dir():
+        err.print(f"[red]error[/red] {escape(str(out_dir))} is a file, not a directory: --out takes a directory")
+        raise typer.Exit(2)
     pool = load_questions(questions)
     source = None
     if around is not None:

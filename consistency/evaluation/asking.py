@@ -14,12 +14,16 @@ from ..llm import LLM, LLMSettings
 from ..llm.fatal import FatalError
 from ..models import ForecastingQuestion
 from . import sessions
-from .rundir import TRANSCRIPT, RunDir, now
+from .rundir import TRANSCRIPT, RunDir, RunDirError, now
 
 log = logging.getLogger(__name__)
 
 #: How much of a model's unusable answer a failure record keeps.
 RAW_LIMIT = 2000
+
+
+class RunStopped(RunDirError):
+    """The run could not go on (its files cannot be written); it is left resumable."""
 
 
 @dataclass(frozen=True)
@@ -101,11 +105,19 @@ async def ask_all(
     """
     pending = [a for a in asks if done.get(a.key, {}).get("forecast") is None]
 
+    stopped: list[OSError] = []
+
     def journal(outcome: ForecastOutcome) -> None:
+        if stopped:  # the journal cannot be written (a full disk): the run is stopping, drop the rest
+            return
         key = occurrence_key(outcome.occurrence) if outcome.occurrence else question_key(outcome.question)
         record = record_of(key, outcome)
+        try:
+            run.append(record)
+        except OSError as exc:
+            stopped.append(exc)
+            raise
         done[key] = record
-        run.append(record)
         if did is not None:
             did["answered" if outcome.ok else "failed"] += 1
         if on_record is not None:
@@ -140,6 +152,7 @@ def drive(
     """Ask what is missing, then always ``finish(done)`` (write results, even after Ctrl-C or a
     failure) and record the outcome and this session's counts in ``run.json``; returns its final
     contents. Raises :class:`FatalError` (with ``run_dir`` set) after recording a ``failed`` run."""
+    run.acquire()  # (already ours if we just created it) no second process works on this run meanwhile
     done = run.open_journal()
     answered_before = sum(1 for a in asks if (done.get(a.key) or {}).get("forecast") is not None)
     tally = Tally(total=len(asks), done=answered_before)
@@ -150,6 +163,7 @@ def drive(
     llm = LLM(options.llm, transcript=run.path / TRANSCRIPT)
     status, fatal = "interrupted", None
     did = {"asked": 0, "answered": 0, "failed": 0}
+    stopped: OSError | None = None
     try:
         asyncio.run(
             ask_all(
@@ -167,13 +181,26 @@ def drive(
         status = "complete"
     except FatalError as exc:
         status, fatal = "failed", exc
+    except OSError as exc:  # most likely a full disk: what is journaled is safe, stop here
+        stopped = exc
     finally:
-        extra = finish(done)
-        if status == "complete":
-            run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
-        did["asked"] = did["answered"] + did["failed"]
-        closed = sessions.end(run.read(), llm.stats.as_dict(), status, did)
-        meta = run.update(**closed, status=status, ended=now(), failure=str(fatal) if fatal else None, **extra)
+        try:
+            extra = finish(done)
+            if status == "complete":
+                run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
+            did["asked"] = did["answered"] + did["failed"]
+            closed = sessions.end(run.read(), llm.stats.as_dict(), status, did)
+            meta = run.update(**closed, status=status, ended=now(), failure=str(fatal) if fatal else None, **extra)
+        except OSError as exc:
+            stopped = stopped or exc
+            status = "interrupted"
+        run.release()
+    if stopped is not None:
+        saved = sum(1 for r in done.values() if r.get("forecast") is not None)
+        raise RunStopped(
+            f"cannot write {stopped.filename or run.path}: {stopped.strerror or stopped}; the run stopped with "
+            f"{saved} forecast(s) saved: free some space and finish it with --resume {run.path}"
+        ) from stopped
     log.info("run %s: %s", run.path, status)
     if fatal is not None:
         fatal.run_dir = run.path

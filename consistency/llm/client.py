@@ -12,12 +12,16 @@ cannot succeed on retry (a wrong key, an unknown model, an unreachable endpoint;
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import itertools
 import json
 import logging
+import sqlite3
 import time
+import urllib.parse
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -31,6 +35,7 @@ from instructor.v2.core.function_calls import response_schema
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from ..paths import cache_dir
 from .accounting import RunStats, Transcript, Usage
 from .cache import ResponseCache, cache_key
 from .fatal import Breaker, FatalError, diagnose
@@ -129,9 +134,12 @@ class _Endpoint:
         s = llm.settings
         shards = max(1, -(-s.max_connections // _POOL_SIZE))
         limits = httpx2.Limits(max_connections=-(-s.max_connections // shards) + 2)
+        # a query in the endpoint's URL (?api-version=, ?key=) goes with every request, not into the path
+        base_url, _, query = (base_url or "").partition("?")
         self.clients = [
             openai.AsyncOpenAI(
-                base_url=base_url,
+                base_url=base_url or None,
+                default_query=dict(urllib.parse.parse_qsl(query)) or None,
                 api_key=key or "no-key",
                 max_retries=0,
                 timeout=s.timeout,
@@ -174,7 +182,7 @@ class LLM:
     def __init__(self, settings: LLMSettings | None = None, transcript: str | Path | None = None) -> None:
         self.settings = settings or LLMSettings()
         self.stats = RunStats()
-        self.cache = ResponseCache(self.settings.cache_path) if self.settings.cache else None
+        self.cache = _open_cache(self.settings.cache_path) if self.settings.cache else None
         self.transcript = Transcript(transcript) if transcript else None
         self.cost_limit_reached = False
         self.breaker = Breaker()  # stops all calls on errors that cannot succeed on retry
@@ -216,6 +224,16 @@ class LLM:
     async def _count_request(self, request: httpx2.Request) -> None:
         if request.url.path.endswith("/chat/completions"):
             self.stats.calls += 1
+            ledger = _LEDGER.get()
+            if ledger is not None:
+                ledger.requests += 1
+
+    def _spend(self, usage: Usage) -> None:
+        """Tokens a response billed: into the run's totals and the current call's transcript line."""
+        self.stats.add(usage)
+        ledger = _LEDGER.get()
+        if ledger is not None:
+            ledger.add(usage)
 
     async def endpoint(self, model: str | ModelSpec) -> _Endpoint:
         spec = parse_model_spec(model) if isinstance(model, str) else model
@@ -248,13 +266,39 @@ class LLM:
     ) -> LLMResult:
         start = time.perf_counter()
         self.breaker.check()
+        ledger = _Ledger()
+        token = _LEDGER.set(ledger)
+        ep: _Endpoint | None = None
         try:
-            ep = await self.endpoint(model)
-        except Exception as exc:  # a missing key, an unusable spec, a local server that won't start
-            failed = LLMResult(None, error=redact(str(exc)))
-            self._finish(None, messages, response_model, params, failed, start)
-            reason = self.breaker.trip(failed.error or type(exc).__name__)  # every call would fail the same way
-            raise FatalError(reason) from None
+            try:
+                ep = await self.endpoint(model)
+            except Exception as exc:  # a missing key, an unusable spec, a local server that won't start
+                failed = LLMResult(None, error=redact(str(exc)))
+                self._finish(None, messages, response_model, params, failed, start)
+                reason = self.breaker.trip(failed.error or type(exc).__name__)  # every call would fail the same way
+                raise FatalError(reason) from None
+            result = await self._cached_or_asked(ep, messages, response_model, params, start)
+        except asyncio.CancelledError:  # a forecast timeout: what was sent and billed still goes on record
+            if ledger.requests:
+                with contextlib.suppress(OSError):  # a cancelled call must end cancelled, whatever the disk says
+                    self._finish(
+                        ep, messages, response_model, params, LLMResult(None, error="cancelled"), start, ledger
+                    )
+            raise
+        finally:
+            _LEDGER.reset(token)
+        result = self._finish(ep, messages, response_model, params, result, start, ledger)
+        self.breaker.check()  # recorded above; now stop the caller if this call tripped the breaker
+        return result
+
+    async def _cached_or_asked(
+        self,
+        ep: _Endpoint,
+        messages: list[dict[str, Any]],
+        response_model: type | None,
+        params: dict[str, Any],
+        start: float,
+    ) -> LLMResult:
         params = {"temperature": self.settings.temperature, **params}
         schema = _schema(response_model) if response_model is not None else "text"
         key = cache_key(ep.identity, messages, params, schema)
@@ -268,15 +312,12 @@ class LLM:
                 if value is not None:
                     self.stats.cache_hits += 1
                     usage = Usage(**hit.get("usage", {}), cost=0.0)  # served from disk: nothing spent
-                    result = LLMResult(value, raw=hit.get("raw"), cache_hit=True, usage=usage)
-                    return self._finish(ep, messages, response_model, params, result, start)
+                    return LLMResult(value, raw=hit.get("raw"), cache_hit=True, usage=usage)
         result = await self._request(ep, messages, response_model, params)
         if result.ok and self.cache is not None:
             value = result.value.model_dump(mode="json") if isinstance(result.value, BaseModel) else result.value
             usage = {"prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens}
             self.cache.put(key, ep.identity, {"value": value, "raw": result.raw, "usage": usage})
-        result = self._finish(ep, messages, response_model, params, result, start)
-        self.breaker.check()  # recorded above; now stop the caller if this call tripped the breaker
         return result
 
     async def _request(
@@ -318,7 +359,7 @@ class LLM:
         if response_model is None:
             completion = await client.chat.completions.create(model=ep.model, messages=messages, **params)
             usage = Usage.of(ep.model, completion.usage)
-            self.stats.add(usage)
+            self._spend(usage)
             return LLMResult(
                 completion.choices[0].message.content or "", raw=completion.choices[0].message.content, usage=usage
             )
@@ -333,7 +374,7 @@ class LLM:
         except InstructorRetryException as exc:
             cause = _root_cause(exc)
             usage = Usage.of(ep.model, getattr(exc, "total_usage", None))
-            self.stats.add(usage)
+            self._spend(usage)
             if cause is not None and _transient(cause):
                 raise cause from cause.__cause__  # keep what caused it (a refused connection...)
             if cause is not None and not isinstance(cause, (ValidationError, json.JSONDecodeError, ValueError)):
@@ -343,7 +384,7 @@ class LLM:
             error = f"answer failed validation after {attempts} attempt(s): {_short(cause or exc)}"
             return LLMResult(None, error=error, raw=raw, usage=usage)
         usage = Usage.of(ep.model, getattr(parsed, "_total_usage", None) or completion.usage)
-        self.stats.add(usage)
+        self._spend(usage)
         # Hand back the caller's own class, exactly as a cache hit would.
         value = response_model.model_validate(parsed.model_dump())
         return LLMResult(value, raw=_raw_text(completion), usage=usage)
@@ -397,8 +438,12 @@ class LLM:
         params: dict[str, Any],
         result: LLMResult,
         start: float,
+        ledger: _Ledger | None = None,
     ) -> LLMResult:
         result.latency = time.perf_counter() - start
+        if ledger is not None and not result.cache_hit:
+            # every HTTP attempt of the call (retries, re-asks, instructor's own retries) and all it billed
+            result.attempts, result.usage = ledger.requests, ledger.usage
         if not result.ok:
             self.stats.failures += 1
         if self.transcript is not None:
@@ -406,7 +451,7 @@ class LLM:
             self.transcript.write(
                 {
                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "model": ep.spec.text if ep else None,
+                    "model": ep.spec.public if ep else None,
                     "endpoint_model": ep.model if ep else None,
                     "messages": messages,
                     "params": params,
@@ -431,6 +476,33 @@ def _local_transport(limits: httpx2.Limits) -> httpx2.AsyncBaseTransport:
     from .local.transport import GrammarTransport
 
     return GrammarTransport(limits)
+
+
+def _open_cache(path: Path | None) -> ResponseCache | None:
+    """The response cache, or none (with a warning) if it cannot be opened at all: it only saves time."""
+    try:
+        return ResponseCache(path)
+    except (sqlite3.Error, OSError) as exc:
+        where = path or cache_dir() / ResponseCache.FILENAME
+        log.warning("cannot open the response cache %s (%s); running without it", where, exc)
+        return None
+
+
+@dataclass
+class _Ledger:
+    """What one call sent and was billed, across all its HTTP attempts (kept in a context variable,
+    which the HTTP client's request hook and the token accounting of each attempt see)."""
+
+    requests: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def add(self, usage: Usage) -> None:
+        u = self.usage
+        cost = None if u.cost is None and usage.cost is None else (u.cost or 0.0) + (usage.cost or 0.0)
+        self.usage = Usage(u.prompt_tokens + usage.prompt_tokens, u.completion_tokens + usage.completion_tokens, cost)
+
+
+_LEDGER: ContextVar[_Ledger | None] = ContextVar("llm_call_ledger", default=None)
 
 
 @cache
