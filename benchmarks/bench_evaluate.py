@@ -51,7 +51,7 @@ def timed_run(spec: str, tuples: Path, out: Path, concurrency: int) -> tuple[flo
 def local_throughput(questions: int, root: Path) -> str:
     if questions <= 0:
         return "local_questions_per_s=- (skipped)"
-    if importlib.util.find_spec("llama_cpp") is None:
+    if importlib.util.find_spec("xllamacpp") is None:
         return "local_questions_per_s=- (install the local extra: pip install -e '.[local]')"
     evaluate("constant", checks=["neg"], limit=1, out=root / "imports")  # imports, not timed
     start = time.perf_counter()

@@ -83,7 +83,7 @@ async def openai_only(spec: str, n: int, concurrency: int) -> float:
 def local_latency(samples: int) -> str:
     if samples <= 0:
         return "local_median_latency_s=- (skipped)"
-    if importlib.util.find_spec("llama_cpp") is None:
+    if importlib.util.find_spec("xllamacpp") is None:
         return "local_median_latency_s=- (install the local extra: pip install -e '.[local]')"
     settings = LLMSettings(cache=False, max_connections=1)
 

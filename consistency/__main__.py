@@ -24,6 +24,7 @@ COMMANDS = (
     "correlate",
     "proxy",
     "arbitrage",
+    "report",
     "version",
 )
 

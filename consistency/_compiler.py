@@ -15,8 +15,20 @@ import os
 import sys
 from collections.abc import Sequence
 
-#: Options of our own CLI that must never be forwarded to the compiler.
+#: Options of our own CLI that must never be forwarded to the compiler when they come first.
 _OWN_OPTIONS = frozenset({"--help", "-h", "--install-completion", "--show-completion"})
+
+#: Our CLI's global options, given before a command (``cc -V evaluate ...``): never the compiler's.
+GLOBAL_OPTIONS = frozenset({"-V", "--verbose"})
+
+#: Options only our commands take (no C compiler driver knows them): a call holding one is ours.
+OWN_COMMAND_OPTIONS = frozenset(
+    {
+        *("--forecaster", "--forecaster-option", "--tuples", "--checks", "--questions", "--resume", "--out"),
+        *("--json", "--model", "--limit", "--concurrency", "--forecast-timeout", "--no-cache", "--cost-limit"),
+        *("--max-attempts", "--max-connections", "--transcript", "--instantiator", "--bootstrap", "--epsilon"),
+    }
+)
 
 #: Suffixes of files a C/C++ compiler driver accepts (case matters: ``.C`` is C++, ``.S`` is assembler).
 _SOURCE_SUFFIXES = (
@@ -30,8 +42,28 @@ _GUARD_VAR = "CONSISTENCY_CC_DELEGATED"
 _NAME = "cc"
 
 
-def _looks_like_compiler_call(args: Sequence[str]) -> bool:
-    return any(a.startswith(("-", "@")) or a.endswith(_SOURCE_SUFFIXES) for a in args)
+def _is_compiler_argument(arg: str) -> bool:
+    return arg.startswith(("-", "@")) or arg.endswith(_SOURCE_SUFFIXES)
+
+
+def _is_ours(args: Sequence[str], commands: Sequence[str]) -> bool:
+    """Whether ``args`` (after the program name) are meant for our CLI rather than the C compiler.
+
+    A compiler is called with flags or source/object files first (``cc -c x.c``, ``cc x.c -o x``);
+    our CLI with a command word, possibly after global options (``cc -V evaluate``). A bare first word
+    that is no command of ours is a mistyped one (``cc evalute --forecaster local``): our CLI answers
+    it with "did you mean", where the compiler would only complain about ``--forecaster``.
+    """
+    if not args or args[0] in _OWN_OPTIONS:
+        return True
+    rest = list(args)
+    while rest and rest[0] in GLOBAL_OPTIONS:
+        rest.pop(0)
+    if not rest or rest[0] in commands or rest[0] in _OWN_OPTIONS:
+        return True
+    if any(a.split("=", 1)[0] in OWN_COMMAND_OPTIONS for a in args):
+        return True
+    return not _is_compiler_argument(rest[0])  # a bare word: a command of ours, or a mistyped one
 
 
 def _is_executable(path: str) -> bool:
@@ -80,15 +112,13 @@ def find_next_compiler(own: str) -> str | None:
 def delegate_if_compiler(argv: list[str], commands: Sequence[str]) -> None:
     """Exec the real C compiler if ``argv`` looks like a compiler invocation; otherwise return.
 
-    Returns (so our CLI runs) when not invoked as ``cc`` (e.g. ``python -m consistency``), when there are
-    no arguments, when the first one is one of ``commands`` or of our CLI's own options, or when nothing
-    looks like a compiler argument (the CLI then reports the unknown command). Exits 127 if no other
-    ``cc`` is found on PATH.
+    Returns (so our CLI runs) when not invoked as ``cc`` (e.g. ``python -m consistency``) or when
+    :func:`_is_ours` says the arguments are our CLI's. Exits 127 if no other ``cc`` is found on PATH.
     """
     args = argv[1:]
     if os.path.basename(argv[0]) != _NAME:  # e.g. ``python -m consistency``: never a compiler
         return
-    if not args or args[0] in commands or args[0] in _OWN_OPTIONS or not _looks_like_compiler_call(args):
+    if _is_ours(args, commands):
         return
     own = _own_path(argv[0])
     compiler = find_next_compiler(own)

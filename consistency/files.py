@@ -70,9 +70,15 @@ def detect(path: str | Path, check: str | Check | None = None) -> FileInfo:
         raise DetectionError(f"{path}: is a directory, not a JSONL file")
     if not path.is_file():
         raise DetectionError(f"{path}: no such file")
-    first = next((obj for _, obj in iter_json_lines(path) if isinstance(obj, dict)), None)
+    first, problem = None, None
+    for _, obj in iter_json_lines(path):
+        if isinstance(obj, dict):
+            first = obj
+            break
+        problem = problem or obj
     if first is None:
-        raise DetectionError(f"{path}: no JSON object found (empty file or no valid line)")
+        why = f"; line {problem.line}: {problem.message}" if problem else " (the file is empty)"
+        raise DetectionError(f"{path}: no JSON object found{why}")
     kind = _kind_of(first)
     if kind is None:
         raise DetectionError(

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -35,6 +35,12 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Li
     path = Path(path)
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
+            if number == 1:
+                encoding = utf16_encoding(raw)
+                if encoding:
+                    yield number, LineError(str(path), number, None, f"the file is {encoding}; save it as UTF-8")
+                    return
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -47,12 +53,29 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Li
             except json.JSONDecodeError as exc:
                 truncated = not text.endswith("\n")
                 hint = "truncated last line: " if truncated else "invalid JSON: "
-                yield number, LineError(str(path), number, None, f"{hint}{exc.msg} at column {exc.colno}")
+                yield number, LineError(str(path), number, None, f"{hint}{_json_problem(exc)}")
                 continue
             if not isinstance(obj, dict):
                 yield number, LineError(str(path), number, None, f"expected a JSON object, got {type(obj).__name__}")
                 continue
             yield number, obj
+
+
+def utf16_encoding(head: bytes) -> str | None:
+    """Why ``head`` (the start of a file) is UTF-16 text, or None: a UTF-16 byte-order mark, or
+    ASCII interleaved with NUL bytes as Windows tools write it without one."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 (it starts with a UTF-16 byte-order mark)"
+    sample = head[:64]
+    if len(sample) >= 4 and (sample[1::2].count(0) > len(sample) // 4 or sample[0::2].count(0) > len(sample) // 4):
+        return "UTF-16 (every other byte is zero)"
+    return None
+
+
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    """``json``'s message with its column ("...starting at" already ends in "at")."""
+    joiner = " " if exc.msg.endswith(" at") else " at "
+    return f"{exc.msg}{joiner}column {exc.colno}"
 
 
 def validation_errors(path: str | Path, number: int, exc: ValidationError) -> list[LineError]:
@@ -93,6 +116,28 @@ def dump_line(item: BaseModel | dict[str, Any]) -> str:
     return json.dumps(data, ensure_ascii=False) + "\n"
 
 
+def _name_file(exc: OSError, path: Path) -> NoReturn:
+    """Raise ``exc`` naming the file it concerns (a failed write, e.g. on a full disk, does not say)."""
+    if exc.filename is not None:
+        raise exc
+    raise type(exc)(exc.errno, exc.strerror or str(exc), str(path)) from exc
+
+
+def _umask() -> int:
+    """The process umask: from /proc on Linux, else by setting it and putting it straight back
+    (which another thread creating a file at that instant could notice)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_write(path: str | Path) -> Iterator[TextIO]:
     """A text file that replaces ``path`` only once fully written; removed if writing fails."""
@@ -100,9 +145,12 @@ def atomic_write(path: str | Path) -> Iterator[TextIO]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; the result must read like any file we create
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             yield fh
         os.replace(tmp, path)
+    except OSError as exc:
+        _name_file(exc, path)
     finally:
         Path(tmp).unlink(missing_ok=True)
 
@@ -146,10 +194,15 @@ class AppendLog:
                     raise ValueError(f"{obj} (cannot resume from a damaged file)")
                 self.existing.append(obj)
         self._fh = self.path.open("a", encoding="utf-8")
+        self._failed = False
 
     def append(self, item: BaseModel | dict[str, Any]) -> None:
-        self._fh.write(dump_line(item))
-        self._fh.flush()
+        try:
+            self._fh.write(dump_line(item))
+            self._fh.flush()
+        except OSError as exc:
+            self._failed = True
+            _name_file(exc, self.path)
 
     def extend(self, items: Iterable[BaseModel | dict[str, Any]]) -> None:
         """Several lines, flushed once (a batch is kept or lost whole-lines at a time)."""
@@ -157,7 +210,11 @@ class AppendLog:
         self._fh.flush()
 
     def close(self) -> None:
-        self._fh.close()
+        try:
+            self._fh.close()
+        except OSError:
+            if not self._failed:  # after a failed append the error is known; the torn line is cut on resume
+                raise
 
     def __enter__(self) -> AppendLog:
         return self

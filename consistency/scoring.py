@@ -352,21 +352,39 @@ def write_report(report: ScoreReport, out_dir: str | Path) -> Path:
     if out.resolve() in inputs:
         raise ScoringError(f"{out} holds the input files; choose another --out so inputs are never modified")
     out.mkdir(parents=True, exist_ok=True)
-    for scored in report.files:
-        _write_scored_lines(scored, out / f"{scored.check.class_name}.jsonl")
-    write_stats(report, out, report.summary())
+    try:
+        for scored in report.files:  # check by check, so a partial output holds whole checks
+            _write_scored_lines(scored, out / f"{scored.check.class_name}.jsonl")
+            _write_check_stats(report, scored, out)
+        write_json(out / "summary.json", report.summary())
+    except OSError as exc:  # a full disk, most likely: say what the partial output lacks
+        missing = [
+            f.check.class_name
+            for f in report.files
+            if not (out / f"{f.check.class_name}.jsonl").exists()
+            or not (out / f"stats_{f.check.class_name}.json").exists()
+        ]
+        raise ScoringError(
+            f"cannot write {exc.filename or out}: {exc.strerror or exc}; {out} is incomplete: "
+            f"{len(report.files) - len(missing)} of {len(report.files)} checks written, not written: "
+            f"{', '.join(missing) or 'none'}, and no summary.json"
+        ) from exc
     return out
 
 
 def write_stats(report: ScoreReport, out: Path, summary: dict[str, Any]) -> None:
     """``stats_<Checker>.json`` per check and ``summary.json``."""
     for scored in report.files:
-        stats = {
-            "overall": {m: s.model_dump() for m, s in scored.stats().items()},
-            "parameters": report.params.model_dump(),
-        }
-        write_json(out / f"stats_{scored.check.class_name}.json", stats)
+        _write_check_stats(report, scored, out)
     write_json(out / "summary.json", summary)
+
+
+def _write_check_stats(report: ScoreReport, scored: ScoredFile, out: Path) -> None:
+    stats = {
+        "overall": {m: s.model_dump() for m, s in scored.stats().items()},
+        "parameters": report.params.model_dump(),
+    }
+    write_json(out / f"stats_{scored.check.class_name}.json", stats)
 
 
 def _write_scored_lines(scored: ScoredFile, target: Path) -> None:

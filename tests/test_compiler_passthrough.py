@@ -79,10 +79,74 @@ def no_exec(monkeypatch: pytest.MonkeyPatch) -> None:
         ["--show-completion"],
         ["scroe"],
         ["scroe", "forecasts.jsonl"],
+        ["evalute", "--forecaster", "local"],  # a typo with flags: ours, to say "did you mean"
+        ["evalute", "-f", "local", "-n", "1"],
+        ["-V", "version"],  # global options before a command
+        ["--verbose", "version"],
+        ["-V", "--verbose", "evaluate", "-o", "out"],
+        ["-V"],
+        ["--verbose"],
+        ["-V", "--help"],
+        ["--forecaster", "local", "evaluate"],  # an option only we take
+        ["-o", "x", "--json"],
+        ["-c", "x.c", "--out=dir"],
     ],
 )
 def test_returns_normally_for_our_cli(no_exec: None, args: list[str]) -> None:
     assert delegate_if_compiler([str(SCRIPT), *args], COMMANDS) is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-c", "x.c", "-o", "x.o"],
+        ["x.c", "-o", "x"],
+        ["hello.cpp"],
+        ["--version"],
+        ["-v"],
+        ["-dumpversion"],
+        ["-E", "-x", "c", "-"],
+        ["@args.rsp"],
+        ["-V", "x.c"],  # our global option, then a source file: a compiler call after all
+        ["-O2", "-Wall", "-I", "include", "main.o", "util.o", "-lm"],
+    ],
+)
+def test_compiler_calls_are_handed_on(monkeypatch: pytest.MonkeyPatch, args: list[str]) -> None:
+    execs: list[list[str]] = []
+
+    def fake_exec(path: str, argv: list[str]) -> None:
+        execs.append(argv)
+
+    monkeypatch.setattr(os, "execv", fake_exec)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(VENV_BIN), ORIGINAL_PATH]))
+    monkeypatch.delenv("CONSISTENCY_CC_DELEGATED", raising=False)
+    if SYSTEM_CC is None:
+        pytest.skip("no system C compiler named cc on PATH")
+    delegate_if_compiler([str(SCRIPT), *args], COMMANDS)
+    assert execs and execs[0][1:] == args
+
+
+def test_our_own_options_are_options_of_our_commands() -> None:
+    """The options that mark a call as ours exist in our CLI (the list does not rot)."""
+    import typer.main
+
+    from consistency._compiler import GLOBAL_OPTIONS, OWN_COMMAND_OPTIONS
+    from consistency.cli import app
+    from consistency.cli.lazy import Context
+
+    root = typer.main.get_command(app)
+    names: set[str] = set()
+
+    def walk(command, ctx) -> None:
+        for param in command.get_params(ctx):
+            names.update(param.opts, param.secondary_opts)
+        for name in getattr(command, "list_commands", lambda ctx: [])(ctx):
+            sub = command.get_command(ctx, name)
+            walk(sub, type(ctx)(sub, parent=ctx))
+
+    walk(root, Context(root))  # a plain context loads each lazily registered command
+    assert names >= OWN_COMMAND_OPTIONS
+    assert names >= GLOBAL_OPTIONS
 
 
 def test_python_dash_m_is_never_a_compiler(no_exec: None) -> None:
@@ -152,6 +216,21 @@ def test_our_cli_still_answers_help(script: Path) -> None:
     assert "Usage: gcc" not in result.stdout
     assert "--help={" not in result.stdout
     assert "score" in result.stdout
+
+
+def test_a_mistyped_command_gets_our_did_you_mean_not_the_compiler(script: Path, tmp_path: Path) -> None:
+    result = run([script, "evalute", "--forecaster", "local"], cwd=tmp_path)
+    assert result.returncode == 2
+    assert "No such command 'evalute'" in result.stderr and "Did you mean 'evaluate'" in result.stderr
+    assert "unrecognized command-line option" not in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["-V", "--verbose"])
+def test_global_options_before_a_command_reach_our_cli(script: Path, tmp_path: Path, flag: str) -> None:
+    result = run([script, flag, "version"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("consistency ")
+    assert not (tmp_path / "a.out").exists()
 
 
 def test_no_recursion_without_a_compiler_after_us(script: Path, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from consistency.llm import LLM, LLMSettings, parse_model_spec
+from consistency.llm.fatal import FatalError
 from consistency.llm.limits import RateLimiter
 from consistency.llm.specs import ModelSpecError
 from consistency.testing import Fault, Reply, ScriptedServer, faults_then, probability_for, probability_rule
@@ -242,10 +243,10 @@ def test_missing_key_is_one_clear_sentence(monkeypatch):
         async with LLM(settings()) as llm:
             return await llm.structured("gpt-4o-mini", question(1), Answer)
 
-    result = run(go())
-    assert not result.ok
-    assert result.error.startswith("OPENAI_API_KEY is not set")
-    assert result.error.count(".") <= 2
+    with pytest.raises(FatalError) as stopped:  # no call could ever succeed: the caller is stopped
+        run(go())
+    assert str(stopped.value).startswith("OPENAI_API_KEY is not set")
+    assert str(stopped.value).count(".") <= 2
 
 
 def test_model_specs():

@@ -1,13 +1,12 @@
 """End to end: the bundled local model, through our LLM layer, gives a validated Forecast.
 
-Runs wherever the ``local`` extra is installed (CI installs it); llama.cpp's answers at
-temperature 0 can vary between calls, so only their validity is checked.
+Runs wherever the ``local`` extra is installed (and must, under ``CC_REQUIRE_LOCAL=1`` as in CI); llama.cpp's
+answers at temperature 0 can vary between calls, so only their validity is checked.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 
 import pytest
 
@@ -16,16 +15,18 @@ from consistency.llm import LLM, LLMSettings
 from consistency.models import Forecast, ForecastingQuestion
 from consistency.prompts import question_block, render
 
-pytestmark = [
-    pytest.mark.local,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None, reason="needs the local extra: pip install -e '.[local]'"
-    ),
-]
+pytestmark = pytest.mark.local
 
 
-def test_local_model_gives_a_validated_forecast(tmp_path, monkeypatch):
+@pytest.fixture(autouse=True)
+def _bundled_weights(local_model, tmp_path, monkeypatch):
     monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC_LOCAL_MODEL", str(local_model))  # the session's verified bundled weights
+    for name in ("CC_LOCAL_THREADS", "CC_LOCAL_PARALLEL", "CC_LOCAL_GPU_LAYERS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_local_model_gives_a_validated_forecast(tmp_path):
     question = ForecastingQuestion(
         title="Will the global average temperature in 2028 exceed that of 2024?",
         body="Resolves YES if the Copernicus annual report for 2028 shows a higher global mean than for 2024.",
@@ -50,12 +51,11 @@ def test_local_model_gives_a_validated_forecast(tmp_path, monkeypatch):
     assert (tmp_path / "llm_calls.jsonl").read_text().count("\n") == 2
 
 
-def test_layer_follows_a_restarted_local_server(tmp_path, monkeypatch):
+def test_layer_follows_a_restarted_local_server():
     """If the local server goes away mid-run (e.g. the process that started it exited), the next
     call's retry finds or starts another one and goes on."""
     from consistency.llm.local import get_local_server
 
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path))
     messages = [{"role": "user", "content": "Will it snow in Paris in December 2027? Answer with a probability."}]
 
     async def go():

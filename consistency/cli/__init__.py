@@ -27,6 +27,15 @@ app = LazyTyper(
 def _root(verbose: Annotated[bool, typer.Option("--verbose", "-V", help="Log what the library does.")] = False) -> None:
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_redact_record)
+
+
+def _redact_record(record: logging.LogRecord) -> bool:
+    """Logs never show a key (httpx logs request URLs, passwords included); imported on first use."""
+    from ..llm.secrets import redact_record
+
+    return redact_record(record)
 
 
 app.lazy("evaluate", "evaluate_cmd:evaluate_cmd")
@@ -42,6 +51,7 @@ app.lazy("correlate", "correlate_cmd:correlate")
 app.lazy("proxy", "proxy_cmd:proxy")
 app.lazy("cache", "cache_cmd:app")
 app.lazy("arbitrage", "arbitrage_cmd:app")
+app.lazy("report", "report_cmd:report")
 
 
 @app.command("version")

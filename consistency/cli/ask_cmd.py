@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Annotated
 
@@ -11,7 +10,7 @@ import typer
 from ..forecasters.llm import ForecastAnswer, forecast_messages
 from ..models import ForecastingQuestion
 from .console import err, escape, out
-from .llm_command import LLMArgs, llm_command
+from .llm_command import LLMArgs, llm_command, run_calls
 
 
 @llm_command
@@ -23,6 +22,8 @@ def ask(
     llm_args: LLMArgs,
 ) -> None:
     """Ask a model for the probability that a question resolves YES."""
+    from ..llm.secrets import redact  # a key written into the spec's URL is never printed
+
     question = ForecastingQuestion(title=title, body=body)
     messages = forecast_messages(question)
     model = llm_args.model
@@ -31,9 +32,9 @@ def ask(
         async with llm_args.client() as llm:
             return await llm.structured(model, messages, ForecastAnswer), llm.stats
 
-    result, stats = asyncio.run(run())
+    result, stats = run_calls(run(), resumable=False)
     summary = {
-        "model": model,
+        "model": redact(model),
         "ok": result.ok,
         "prob": result.value.prob if result.ok else None,
         "reasoning": result.value.reasoning if result.ok else None,
@@ -53,7 +54,7 @@ def ask(
         cost = "unknown price" if result.usage.cost is None else f"${result.usage.cost:.5f}"
         source = "cache" if result.cache_hit else f"{stats.calls} call(s), {stats.retries} retries"
         err.print(
-            f"{escape(model)}: {result.latency:.2f}s, {source}, "
+            f"{escape(redact(model))}: {result.latency:.2f}s, {source}, "
             f"{result.usage.prompt_tokens}+{result.usage.completion_tokens} tokens, {cost}"
         )
     else:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import typer
 
 from ..llm import ResponseCache
-from .console import escape, out
+from .console import err, escape, out
 
 app = typer.Typer(help="The response cache (SQLite, under CC_CACHE_DIR).", no_args_is_help=True)
 
@@ -13,7 +15,7 @@ app = typer.Typer(help="The response cache (SQLite, under CC_CACHE_DIR).", no_ar
 @app.command("stats")
 def stats() -> None:
     """Entries, size on disk, and the hits and misses of the last run."""
-    cache = ResponseCache()
+    cache = _open()
     s = cache.stats()
     cache.close()
     out.print(f"cache: {escape(s.path)}")
@@ -30,7 +32,19 @@ def stats() -> None:
 @app.command("clear")
 def clear() -> None:
     """Delete every cached response."""
-    cache = ResponseCache()
+    cache = _open()
     n = cache.clear()
     cache.close()
     out.print(f"removed {n} cached responses from {escape(str(cache.path))}")
+
+
+def _open() -> ResponseCache:
+    """The cache (a damaged file is set aside by the cache itself); one sentence if it cannot be opened."""
+    try:
+        return ResponseCache()
+    except (sqlite3.Error, OSError) as exc:
+        from ..paths import cache_dir
+
+        where = cache_dir() / ResponseCache.FILENAME
+        err.print(f"[red]error[/red] cannot open the response cache {escape(str(where))}: {escape(str(exc))}")
+        raise typer.Exit(2) from None

@@ -7,6 +7,8 @@ greppable) and tables get room instead of the 80-column default.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -32,4 +34,17 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-__all__ = ["err", "escape", "fmt", "out", "pct"]
+def print_skipped(errors: Sequence[Any], listed_in: str, what: str = "input line(s) skipped", limit: int = 5) -> None:
+    """Input that was not used, always said: how many lines, the first few ``file:line: reason``,
+    and where the full list is (``errors`` are :class:`~consistency.jsonl.LineError`)."""
+    if not errors:
+        return
+    lines = len({(e.path, e.line) for e in errors})
+    err.print(f"[yellow]{lines} {what}[/yellow] (all listed in {escape(listed_in)}):")
+    for e in errors[:limit]:
+        err.print(f"  {e}", markup=False, soft_wrap=True)
+    if len(errors) > limit:
+        err.print(f"  ... and {len(errors) - limit} more")
+
+
+__all__ = ["err", "escape", "fmt", "out", "pct", "print_skipped"]

@@ -11,12 +11,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..evaluation import EvaluationResult, RunDir, RunDirError, RunOptions, Tally, evaluate, resume
 from ..evaluation.ground_truth import evaluate_questions, resume_questions
+from ..evaluation.sessions import this_session
 from ..files import DetectionError
-from ..forecasters import ForecasterSpecError
+from ..forecasters import ForecasterSpecError, load_forecaster
 from ..forecasters.loading import parse_options
 from ..llm import LLMSettings
+from ..llm.fatal import FatalError
+from ..llm.secrets import redact
 from ..scoring import ScoreParams
-from .console import err, escape, fmt, out
+from .console import err, escape, fmt, out, print_skipped
 from .llm_command import llm_settings_command
 from .score_cmd import render_table
 
@@ -55,7 +58,8 @@ class _Bar:
         return f"failed {t.failed}  cached {t.cached}  ${t.cost:.4f}"
 
     def stop(self) -> None:
-        self.progress.stop()
+        if self.task is not None:  # never started (an error before the run): nothing to close
+            self.progress.stop()
 
 
 @llm_settings_command
@@ -101,6 +105,13 @@ def evaluate_cmd(
     epsilon: Annotated[float, typer.Option(help="Forecasts of exactly 0 or 1 become ε / 1-ε for arbitrage.")] = 1e-3,
     bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% interval of each mean.")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
+    fail_on_error: Annotated[
+        float | None,
+        typer.Option(
+            "--fail-on-error",
+            help="Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0).",
+        ),
+    ] = None,
     *,
     llm_settings: LLMSettings,
 ) -> None:
@@ -118,8 +129,12 @@ def evaluate_cmd(
 
         tuples, questions = dataset_path(tuples), dataset_path(questions)
         if resume_dir is not None:
-            kind = RunDir(resume_dir).read().get("kind")
-            result = (resume_questions if kind == "ground_truth" else resume)(resume_dir, options=options)
+            recorded = RunDir(resume_dir).read()
+            again = None  # a spec with a key in its URL was stored scrubbed: the user gives it again
+            if redact(forecaster) != forecaster and redact(forecaster) == recorded.get("forecaster_spec"):
+                again = load_forecaster(forecaster, recorded.get("forecaster_options"))
+            finish = resume_questions if recorded.get("kind") == "ground_truth" else resume
+            result = finish(resume_dir, forecaster=again, options=options)
         elif questions is not None:
             result = evaluate_questions(
                 forecaster,
@@ -142,6 +157,15 @@ def evaluate_cmd(
                 params=ScoreParams(epsilon=epsilon, bootstrap=bootstrap),
                 options=options,
             )
+    except FatalError as exc:
+        bar.stop()
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        if exc.run_dir is not None:
+            err.print(
+                f"run directory: [bold]{escape(str(exc.run_dir))}[/bold] (failed); once fixed, resume it with: "
+                f"cc evaluate --resume {escape(str(exc.run_dir))}"
+            )
+        raise typer.Exit(1) from None
     except KeyboardInterrupt:
         bar.stop()
         err.print("[yellow]interrupted[/yellow]: finished forecasts are saved; resume with --resume <run dir>")
@@ -152,6 +176,20 @@ def evaluate_cmd(
         raise typer.Exit(2) from None
     bar.stop()
     _print(result, as_json)
+    failed, total = len(result.failures), result.meta.get("questions", 0)
+    if fail_on_error is not None and too_many_failures(failed, total, fail_on_error):
+        err.print(f"[red]failed[/red]: {failed} failed question(s) exceed --fail-on-error {fail_on_error:g}")
+        raise typer.Exit(1)
+    if total and failed == total:  # not "a few failed items": nothing at all to score
+        err.print("[red]failed[/red]: no question got a forecast")
+        raise typer.Exit(1)
+
+
+def too_many_failures(failed: int, total: int, limit: float) -> bool:
+    """Like inspect's ``--fail-on-error``: a limit below 1 is a fraction of the items, else a count."""
+    if limit < 1:
+        return total > 0 and failed / total > limit
+    return failed > limit
 
 
 def _options(items: list[str] | None) -> dict[str, str]:
@@ -175,11 +213,20 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
         out.print_json((result.run_dir / "summary.json").read_text(encoding="utf-8"))
     else:
         out.print(render_table(result.report))
-    totals = meta.get("totals", {})
+    totals, session = meta.get("totals", {}), this_session(meta)
+    part, count = "", len(meta.get("sessions") or [])
+    if count > 1:
+        part = (
+            f" over {count} sessions (this one: {session.get('calls', 0)} calls, {session.get('cache_hits', 0)} "
+            f"cache hits, ${session.get('cost', 0):.4f})"
+        )
     err.print(
         f"{meta.get('questions', 0)} questions, {len(result.failures)} failed; "
         f"{totals.get('calls', 0)} model calls, {totals.get('cache_hits', 0)} cache hits, ${totals.get('cost', 0):.4f}"
+        f"{part}"
     )
+    summary_file = "ground_truth_summary.json" if result.report is None else "summary.json"
+    print_skipped(result.skipped, str(result.run_dir / summary_file))
     for failure in result.failures[:5]:
         err.print(f"  failed {escape(failure['question_id'])}: {escape(str(failure['error']))}")
     if len(result.failures) > 5:

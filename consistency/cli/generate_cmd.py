@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -21,7 +20,7 @@ from ..generate.verify import TupleVerifier
 from ..jsonl import read_jsonl
 from ..models import ForecastingQuestion
 from .console import err, escape, out
-from .llm_command import LLMArgs, llm_command, print_usage
+from .llm_command import LLMArgs, llm_command, print_usage, run_calls
 
 
 class InstantiatorChoice(StrEnum):
@@ -38,7 +37,7 @@ class RelevanceChoice(StrEnum):
 
 
 def load_questions(path: Path) -> list[ForecastingQuestion]:
-    """Questions from JSONL; a bad line stops the command with its file:line."""
+    """Questions from JSONL; a bad line, or no question at all, stops the command with one message."""
     from ..sources.paper import DatasetRefError, dataset_path  # paper:NAME and hf:// references → local files
 
     questions, problems = [], []
@@ -56,14 +55,19 @@ def load_questions(path: Path) -> list[ForecastingQuestion]:
         for problem in problems[:20]:
             err.print(f"[red]error[/red] {escape(problem)}")
         raise typer.Exit(2)
+    if not questions:
+        err.print(f"[red]error[/red] {escape(str(path))}: no questions (the file is empty)")
+        raise typer.Exit(2)
     return questions
 
 
 def choose_instantiator(choice: InstantiatorChoice, llm_args: LLMArgs) -> str:
     if choice != InstantiatorChoice.auto:
         return choice.value
+    from ..llm.secrets import redact
+
     chosen = "llm" if llm_args.hosted else "template"
-    why = f"model {llm_args.model} is hosted" if llm_args.hosted else "the only model is the bundled local one"
+    why = f"model {redact(llm_args.model)} is hosted" if llm_args.hosted else "the only model is the bundled local one"
     err.print(f"instantiator: [bold]{chosen}[/bold] ({why}; pass --instantiator to choose)")
     return chosen
 
@@ -110,6 +114,9 @@ def generate_cmd(
     except KeyError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
+    if out_dir.exists() and not out_dir.is_dir():
+        err.print(f"[red]error[/red] {escape(str(out_dir))} is a file, not a directory: --out takes a directory")
+        raise typer.Exit(2)
     pool = load_questions(questions)
     source = None
     if around is not None:
@@ -125,7 +132,7 @@ def generate_cmd(
         concurrency=llm_args.values["max_connections"],
     )  # fmt: skip
     plan = Plan(kind, verify, threshold, verifier_model or llm_args.model, rel, embeddings, out_dir, options)
-    reports = asyncio.run(_run(checks, pool, plan, llm_args))
+    reports = run_calls(_run(checks, pool, plan, llm_args))
     for report in reports:
         _print_report(report)
     if not any(r.total for r in reports):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib
 from dataclasses import dataclass
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,8 +20,10 @@ import typer
 
 try:  # typer >= 0.2x carries its own copy of click
     from typer._click.core import Command, Context
+    from typer._click.exceptions import UsageError
 except ImportError:  # pragma: no cover - older typer uses click itself
     from click import Command, Context  # type: ignore[no-redef]
+    from click.exceptions import UsageError  # type: ignore[no-redef]
 
 __all__ = ["Command", "Context", "LazyTyper"]
 from typer.core import TyperCommand, TyperGroup
@@ -96,7 +99,13 @@ class _LazyGroup(TyperGroup):
     def resolve_command(self, ctx: Context, args: list[str]):  # type: ignore[override]
         if args and args[0] in self.lazy:
             self.load(args[0])
-        return super().resolve_command(ctx, args)
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:  # typer suggests among the loaded commands only: suggest among all
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if matches and "Did you mean" not in exc.message:
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"
+            raise
 
     def load(self, name: str) -> Command:
         """Import the command ``name`` and add it to the group (once)."""

@@ -7,10 +7,11 @@ each would repeat them five times. ``@llm_command`` appends them to the command'
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,7 +20,9 @@ import typer
 
 from ..llm import LLM, RunStats
 from . import llm_options as opt
-from .console import err
+from .console import err, escape
+
+T = typing.TypeVar("T")
 
 Model = Annotated[
     str, typer.Option("--model", "-m", help="Model spec: gpt-4o, openrouter/..., URL::model, or local (bundled).")
@@ -108,3 +111,17 @@ def print_usage(stats: RunStats) -> None:
         f"LLM: {stats.calls} calls, {stats.cache_hits} cache hits, {stats.retries} retries, {stats.failures} failures; "
         f"{stats.prompt_tokens}+{stats.completion_tokens} tokens; {cost}"
     )
+
+
+def run_calls(work: Coroutine[Any, Any, T], *, resumable: bool = True) -> T:
+    """``asyncio.run(work)``; an error no retry can fix (a wrong key, an unknown model, an unreachable
+    endpoint) ends the command with its one sentence and exit code 1."""
+    from ..llm.fatal import FatalError
+
+    try:
+        return asyncio.run(work)
+    except FatalError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        if resumable:
+            err.print("what finished is saved: run the same command again once this is fixed to continue")
+        raise typer.Exit(1) from None

@@ -15,7 +15,7 @@ from ..embeddings import make_embedder
 from ..questions import QuestionReport, Window, build_questions, related_titles, synthetic_titles, verify_questions
 from .console import err, escape, out
 from .generate_cmd import load_questions
-from .llm_command import LLMArgs, llm_command, print_usage, shared_options
+from .llm_command import LLMArgs, llm_command, print_usage, run_calls, shared_options
 
 app = typer.Typer(help="Make and check base questions for a benchmark.", no_args_is_help=True)
 
@@ -114,7 +114,7 @@ def synth(
                                       threshold=titling.dedupe)  # fmt: skip
 
     meta = {"category": category, "tags": tag_list}
-    _report(asyncio.run(_complete(titles_of, out_path, making, meta, llm_args)))
+    _report(run_calls(_complete(titles_of, out_path, making, meta, llm_args)))
 
 
 @app.command("related")
@@ -145,7 +145,7 @@ def related(
             threshold=titling.dedupe,
         )  # fmt: skip
 
-    _report(asyncio.run(_complete(titles_of, out_path, making, {"source_id": source_id}, llm_args)))
+    _report(run_calls(_complete(titles_of, out_path, making, {"source_id": source_id}, llm_args)))
 
 
 @app.command("fill")
@@ -168,7 +168,7 @@ def fill(
     async def titles_of(llm):
         return lines
 
-    _report(asyncio.run(_complete(titles_of, out_path, making, {}, llm_args)))
+    _report(run_calls(_complete(titles_of, out_path, making, {}, llm_args)))
 
 
 @app.command("verify")
@@ -189,7 +189,7 @@ def verify_cmd(
         print_usage(llm.stats)
         return report
 
-    _report(asyncio.run(run()))
+    _report(run_calls(run()))
 
 
 def _day_option(value: str | None, flag: str):
@@ -379,7 +379,7 @@ def news_cmd(
         print_usage(llm.stats)
         return report
 
-    report = asyncio.run(run())
+    report = run_calls(run())
     out.print(
         f"{report.written} new question(s) from {len(kept) - report.already} article(s) in {escape(str(report.path))}"
         + (f" ({report.already} article(s) done in an earlier run)" if report.already else "")
@@ -414,7 +414,7 @@ def resolve_cmd(
         print_usage(llm.stats)
         return result
 
-    resolved, report = asyncio.run(run())
+    resolved, report = run_calls(run())
     write_jsonl(target, resolved)
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())) or "none"
     out.print(f"{report.asked} question(s) asked ({outcomes}); {len(resolved)} written to {escape(str(target))}")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .console import err, escape, fmt, out, pct
+from .console import err, escape, fmt, out, pct, print_skipped
 
 if TYPE_CHECKING:  # the scoring stack (numpy, pydantic models) loads when the command runs, not for --help
     from rich.table import Table
@@ -148,13 +148,5 @@ def render_table(report: ScoreReport) -> Table:
     return table
 
 
-def _report_errors(report: ScoreReport, limit: int = 20) -> None:
-    errors = report.errors
-    if not errors:
-        return
-    lines = len({(e.path, e.line) for e in errors})
-    err.print(f"[yellow]{lines} line(s) could not be scored[/yellow] (listed in summary.json):")
-    for e in errors[:limit]:
-        err.print(f"  {e}", markup=False, soft_wrap=True)
-    if len(errors) > limit:
-        err.print(f"  ... and {len(errors) - limit} more")
+def _report_errors(report: ScoreReport) -> None:
+    print_skipped(report.errors, "summary.json", "line(s) could not be scored", limit=20)

@@ -11,13 +11,19 @@ from typing import Any
 
 from ..forecasters import Forecaster, ForecastOutcome, Occurrence
 from ..llm import LLM, LLMSettings
+from ..llm.fatal import FatalError
 from ..models import ForecastingQuestion
-from .rundir import TRANSCRIPT, RunDir, now
+from . import sessions
+from .rundir import TRANSCRIPT, RunDir, RunDirError, now
 
 log = logging.getLogger(__name__)
 
 #: How much of a model's unusable answer a failure record keeps.
 RAW_LIMIT = 2000
+
+
+class RunStopped(RunDirError):
+    """The run could not go on (its files cannot be written); it is left resumable."""
 
 
 @dataclass(frozen=True)
@@ -86,27 +92,38 @@ async def ask_all(
     asks: Iterable[Ask],
     run: RunDir,
     done: dict[str, dict[str, Any]],
+    llm: LLM,
     *,
     concurrency: int,
     timeout: float | None,
-    settings: LLMSettings | None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
+    did: dict[str, int] | None = None,
+) -> None:
     """Forecast every ask not already answered in ``done`` (failures are asked again), journaling each.
 
-    Returns the LLM layer's statistics of this session.
+    Raises :class:`FatalError` (what finished is journaled) on an error that cannot succeed on retry.
     """
     pending = [a for a in asks if done.get(a.key, {}).get("forecast") is None]
 
+    stopped: list[OSError] = []
+
     def journal(outcome: ForecastOutcome) -> None:
+        if stopped:  # the journal cannot be written (a full disk): the run is stopping, drop the rest
+            return
         key = occurrence_key(outcome.occurrence) if outcome.occurrence else question_key(outcome.question)
         record = record_of(key, outcome)
+        try:
+            run.append(record)
+        except OSError as exc:
+            stopped.append(exc)
+            raise
         done[key] = record
-        run.append(record)
+        if did is not None:
+            did["answered" if outcome.ok else "failed"] += 1
         if on_record is not None:
             on_record(record)
 
-    async with LLM(settings, transcript=run.path / TRANSCRIPT) as llm:
+    async with llm:
         forecaster.attach(llm)
         forecaster.use_run_dir(run.path)
         try:
@@ -123,7 +140,6 @@ async def ask_all(
             forecaster.attach(None)
             forecaster.use_run_dir(None)
             run.close()
-        return llm.stats.as_dict()
 
 
 def drive(
@@ -134,35 +150,59 @@ def drive(
     finish: Callable[[dict[str, dict[str, Any]]], dict[str, Any]],
 ) -> dict[str, Any]:
     """Ask what is missing, then always ``finish(done)`` (write results, even after Ctrl-C or a
-    failure) and record the outcome in ``run.json``; returns its final contents."""
+    failure) and record the outcome and this session's counts in ``run.json``; returns its final
+    contents. Raises :class:`FatalError` (with ``run_dir`` set) after recording a ``failed`` run."""
+    run.acquire()  # (already ours if we just created it) no second process works on this run meanwhile
     done = run.open_journal()
-    tally = Tally(total=len(asks), done=sum(1 for a in asks if (done.get(a.key) or {}).get("forecast") is not None))
+    answered_before = sum(1 for a in asks if (done.get(a.key) or {}).get("forecast") is not None)
+    tally = Tally(total=len(asks), done=answered_before)
     if options.on_start is not None:
         options.on_start(tally)
-    meta = run.update(status="running", questions=len(asks))
-    stats: dict[str, Any] = {}
-    status = "interrupted"
+    opened = sessions.begin(run.read(), run.path / TRANSCRIPT, run.journal)
+    run.update(**opened, status="running", questions=len(asks))
+    llm = LLM(options.llm, transcript=run.path / TRANSCRIPT)
+    status, fatal = "interrupted", None
+    did = {"asked": 0, "answered": 0, "failed": 0}
+    stopped: OSError | None = None
     try:
-        coro = ask_all(
-            forecaster,
-            asks,
-            run,
-            done,
-            concurrency=options.concurrency,
-            timeout=options.timeout,
-            settings=options.llm,
-            on_record=options.on_record,
+        asyncio.run(
+            ask_all(
+                forecaster,
+                asks,
+                run,
+                done,
+                llm,
+                concurrency=options.concurrency,
+                timeout=options.timeout,
+                on_record=options.on_record,
+                did=did,
+            )
         )
-        stats = asyncio.run(coro)
         status = "complete"
+    except FatalError as exc:
+        status, fatal = "failed", exc
+    except OSError as exc:  # most likely a full disk: what is journaled is safe, stop here
+        stopped = exc
     finally:
-        extra = finish(done)
-        if status == "complete":
-            run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
-        totals = dict(meta.get("totals", {}))
-        for key, value in stats.items():
-            if isinstance(value, int | float):
-                totals[key] = totals.get(key, 0) + value
-        meta = run.update(status=status, ended=now(), totals=totals, **extra)
+        try:
+            extra = finish(done)
+            if status == "complete":
+                run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
+            did["asked"] = did["answered"] + did["failed"]
+            closed = sessions.end(run.read(), llm.stats.as_dict(), status, did)
+            meta = run.update(**closed, status=status, ended=now(), failure=str(fatal) if fatal else None, **extra)
+        except OSError as exc:
+            stopped = stopped or exc
+            status = "interrupted"
+        run.release()
+    if stopped is not None:
+        saved = sum(1 for r in done.values() if r.get("forecast") is not None)
+        raise RunStopped(
+            f"cannot write {stopped.filename or run.path}: {stopped.strerror or stopped}; the run stopped with "
+            f"{saved} forecast(s) saved: free some space and finish it with --resume {run.path}"
+        ) from stopped
     log.info("run %s: %s", run.path, status)
+    if fatal is not None:
+        fatal.run_dir = run.path
+        raise fatal
     return meta

@@ -76,7 +76,7 @@ def _run(forecaster, items, errors, run: RunDir, options: RunOptions) -> Evaluat
         return {"summary": summary}
 
     meta = drive(forecaster, asks, run, options, finish)
-    return EvaluationResult(run.path, None, written["failures"], meta)
+    return EvaluationResult(run.path, None, written["failures"], meta, list(errors))
 
 
 def _write_results(root: Path, asks: Sequence[Ask], done, errors: list[LineError]):

@@ -9,7 +9,10 @@ uninterrupted one leave the same file.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import socket
 import subprocess
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -22,6 +25,8 @@ from ..jsonl import AppendLog, atomic_write, dump_line, write_json
 RUN_FILE = "run.json"
 JOURNAL = "forecasts.jsonl"
 TRANSCRIPT = "llm_calls.jsonl"
+#: Held (``flock``) by the process working on the run; the OS drops it when that process ends, however.
+LOCK_FILE = ".lock"
 
 
 class RunDirError(ValueError):
@@ -50,6 +55,42 @@ class RunDir:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._log: AppendLog | None = None
+        self._lock: Any = None  # the open lock file while we own the run
+
+    # ----------------------------------------------------------------- ownership
+    def acquire(self) -> None:
+        """Own the run directory until :meth:`release` (or this process ends, even by kill -9).
+
+        A second process (a second ``--resume`` of the same run) gets a :class:`RunDirError`
+        naming the owner instead of asking every missing question a second time.
+        """
+        if self._lock is not None:
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        fh = (self.path / LOCK_FILE).open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            try:
+                owner = json.loads(fh.read() or "{}")
+            except json.JSONDecodeError:
+                owner = {}
+            fh.close()
+            raise RunDirError(
+                f"{self.path} is in use by process {owner.get('pid', '?')} on {owner.get('host', '?')} "
+                f"(since {owner.get('since', '?')}); wait for it to finish or stop it first"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": now()}) + "\n")
+        fh.flush()
+        self._lock = fh
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()  # closing the file drops the flock
+            self._lock = None
 
     # ----------------------------------------------------------------- run.json
     @property
@@ -57,11 +98,13 @@ class RunDir:
         return self.path / RUN_FILE
 
     def create(self, meta: dict[str, Any]) -> None:
+        self.acquire()
         if self.run_file.exists():
+            self.release()
             raise RunDirError(f"{self.path} already holds a run; finish it with --resume {self.path}")
-        if self.path.exists() and any(self.path.iterdir()):
+        if any(p.name != LOCK_FILE for p in self.path.iterdir()):
+            self.release()
             raise RunDirError(f"{self.path} exists and is not empty; choose another --out")
-        self.path.mkdir(parents=True, exist_ok=True)
         meta = {
             "consistency_version": __version__,
             "git_commit": git_commit(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ class EvaluationResult:
     report: ScoreReport | None  # None for ground-truth runs (their scores are in meta["summary"])
     failures: list[dict[str, Any]]
     meta: dict[str, Any]
+    skipped: list[LineError] = field(default_factory=list)  # input lines that could not be used
 
 
 def start_run(
@@ -65,6 +66,11 @@ def reopen_run(
     if meta.get("kind") != kind:
         raise RunDirError(f"{run_dir}: not a {kind} run (kind {meta.get('kind')!r})")
     if forecaster is None:  # CLI runs recorded their -F options; library runs their constructor's arguments
+        if "[redacted]" in meta["forecaster_spec"]:
+            raise RunDirError(
+                f"{run_dir}: the forecaster spec held a key, which is never stored ({meta['forecaster_spec']}); "
+                "resume with the same spec again: --resume DIR -f SPEC"
+            )
         recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
         forecaster = load_forecaster(meta["forecaster_spec"], recorded)
     options = options or RunOptions(llm=LLMSettings.model_validate(meta.get("llm", {})))
@@ -172,7 +178,8 @@ def _run(
         return {"failed_questions": len(failures)}
 
     final = drive(forecaster, asks, run, options, finish)
-    return EvaluationResult(run.path, written["report"], written["failures"], final)
+    skipped = [e for ts in sets for e in ts.errors]
+    return EvaluationResult(run.path, written["report"], written["failures"], final, skipped)
 
 
 def _score_set(root: Path, ts: TupleSet, set_keys, done, params: ScoreParams) -> ScoredFile:

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 from ..llm import LLM, LLMSettings
+from ..llm.fatal import FATAL_AFTER, FatalError
 from ..llm.secrets import redact
 from ..models import Forecast, ForecastingQuestion
 
@@ -100,6 +101,7 @@ class ForecastOutcome:
     note: CallNote = field(default_factory=CallNote)
     seconds: float = 0.0
     occurrence: Occurrence | None = None
+    raised: bool = False  # the forecaster raised an exception of its own (not a model's bad answer)
 
     @property
     def ok(self) -> bool:
@@ -189,8 +191,10 @@ class Forecaster(ABC):
             outcome.error = f"timed out after {timeout:g} s"
         except ForecastError as exc:
             outcome.error, outcome.raw = redact(str(exc)), exc.raw
+        except FatalError:
+            raise  # the run stops; this question was not really asked
         except Exception as exc:
-            outcome.error = redact(f"{type(exc).__name__}: {_first_line(exc)}")
+            outcome.error, outcome.raised = redact(f"{type(exc).__name__}: {_first_line(exc)}"), True
         else:
             try:
                 outcome.forecast = _as_forecast(result)
@@ -216,24 +220,38 @@ class Forecaster(ABC):
         concurrency: int = 16,
         timeout: float | None = None,
         on_outcome: Callable[[ForecastOutcome], None] | None = None,
+        stop_after_same_error: int | None = FATAL_AFTER,
     ) -> list[ForecastOutcome]:
         """Forecast concurrently (at most ``concurrency`` at once); results in input order.
 
-        ``on_outcome`` sees each outcome as soon as it exists (to journal or display it).
+        ``on_outcome`` sees each outcome as soon as it exists (to journal or display it). Raises
+        :class:`FatalError`, with no new question started, when the model layer meets an error that
+        cannot succeed on retry, or when the forecaster raised the same exception on each of the first
+        ``stop_after_same_error`` questions it finished (a bug that would fail every question).
         """
         items = list(questions)
         places = list(occurrences) if occurrences is not None else [None] * len(items)
         gate = asyncio.Semaphore(max(1, concurrency))
+        same = _SameError(self.label, stop_after_same_error)
 
         async def one(q: ForecastingQuestion, place: Occurrence | None) -> ForecastOutcome:
             async with gate:
+                same.check()  # tripped while this one waited: start nothing new
                 outcome = await self.forecast_safely(q, timeout=timeout, occurrence=place)
             if on_outcome is not None:
                 on_outcome(outcome)
+            same.see(outcome)
             return outcome
 
         async with self.session():
-            return list(await asyncio.gather(*(one(q, p) for q, p in zip(items, places, strict=True))))
+            tasks = [asyncio.ensure_future(one(q, p)) for q, p in zip(items, places, strict=True)]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:  # a fatal error, Ctrl-C: start nothing more, wait for nothing more
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
 
     def forecast_sync(self, question: ForecastingQuestion | str, **fields: Any) -> Forecast:
         """Blocking convenience for scripts and notebooks; raises :class:`ForecastError` on failure."""
@@ -252,6 +270,38 @@ class Forecaster(ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.config().items())
         return f"{type(self).__name__}({args})"
+
+
+@dataclass
+class _SameError:
+    """Trips when the first ``after`` outcomes are all the same exception raised by the forecaster."""
+
+    label: str
+    after: int | None
+    streak: int = 0
+    error: str | None = None
+    answered: bool = False
+    reason: str | None = None
+
+    def see(self, outcome: ForecastOutcome) -> None:
+        if self.after is None or self.answered:
+            return
+        if outcome.ok or not outcome.raised:
+            self.answered = outcome.ok or self.answered
+            self.streak, self.error = 0, None
+            return
+        self.streak = self.streak + 1 if outcome.error == self.error else 1
+        self.error = outcome.error
+        if self.streak >= self.after and self.reason is None:
+            self.reason = (
+                f"forecaster {self.label} raised the same error on each of the first {self.streak} questions "
+                f"({self.error}); fix the forecaster, then resume the run"
+            )
+        self.check()
+
+    def check(self) -> None:
+        if self.reason is not None:
+            raise FatalError(self.reason)
 
 
 def _recording_init(init: Callable[..., None]) -> Callable[..., None]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -11,6 +14,42 @@ from ..llm.specs import parse_model_spec
 from ..models import Forecast, ForecastingQuestion
 from ..prompts import question_block, render
 from .base import Forecaster, ForecastError, note_call
+from .loading import ForecasterSpecError
+
+#: Request fields the framework sets itself (the model, the messages, the structured-output machinery).
+_FRAMEWORK_FIELDS = frozenset(
+    {"self", "model", "messages", "stream", "stream_options", "tools", "tool_choice", "functions", "function_call"}
+    | {"response_format", "n"}
+)
+
+#: The request parameters an error message lists first.
+_COMMON = ("temperature", "max_tokens", "top_p", "seed", "stop", "reasoning_effort", "extra_body")
+
+
+@cache
+def request_parameters() -> tuple[str, ...]:
+    """What ``chat.completions.create`` of the installed ``openai`` client takes, less what we set ourselves."""
+    from openai.resources.chat.completions import AsyncCompletions
+
+    names = inspect.signature(AsyncCompletions.create).parameters
+    return tuple(n for n in names if n not in _FRAMEWORK_FIELDS)
+
+
+def check_request_parameters(owner: type, params: dict[str, Any], options: tuple[str, ...]) -> None:
+    """Refuse, before any call, a request parameter the client would reject on every call."""
+    accepted = request_parameters()
+    for name in params:
+        if name not in accepted:
+            hint = ""
+            if "key" in name.lower() or "token" in name.lower():
+                hint = " (keys come from the environment or .env: OPENAI_API_KEY, OPENROUTER_API_KEY, CC_API_KEY)"
+            close = difflib.get_close_matches(name, [*options, *accepted], n=1)
+            hint = hint or (f" (did you mean {close[0]!r}?)" if close else "")
+            shown = ", ".join(p for p in _COMMON if p in accepted)
+            raise ForecasterSpecError(
+                f"{owner.__name__} has no option {name!r}{hint}; its options: {', '.join(options)}, and the "
+                f"request parameters of openai's chat.completions.create ({shown}, ...)"
+            )
 
 
 class ForecastAnswer(BaseModel):
@@ -41,6 +80,8 @@ class LLMForecaster(Forecaster):
 
     def __init__(self, model: str = "local", **params: Any) -> None:
         parse_model_spec(model)  # fail at construction on a malformed spec, not mid-run
+        named = tuple(n for n in inspect.signature(type(self).__init__).parameters if n not in ("self", "params"))
+        check_request_parameters(type(self), params, named)
         self.model = model
         self.params = params
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
+from ..llm.secrets import redact
 from ..llm.specs import ModelSpecError, parse_model_spec
 from .base import Forecaster
 
@@ -29,7 +30,10 @@ _REGISTRY: dict[str, type[Forecaster]] = {}
 
 
 class ForecasterSpecError(ValueError):
-    """A ``--forecaster`` or ``-F`` value that cannot be turned into a forecaster."""
+    """A ``--forecaster`` or ``-F`` value that cannot be turned into a forecaster (keys in it are scrubbed)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
 
 
 def register_forecaster(cls: type[Forecaster], name: str | None = None) -> type[Forecaster]:

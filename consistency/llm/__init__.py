@@ -3,11 +3,13 @@
 from .accounting import RunStats, Usage
 from .cache import ResponseCache
 from .client import LLM, LLMResult, LLMSettings
+from .fatal import FatalError
 from .secrets import MissingKeyError
 from .specs import ModelSpec, ModelSpecError, parse_model_spec
 
 __all__ = [
     "LLM",
+    "FatalError",
     "LLMResult",
     "LLMSettings",
     "MissingKeyError",

@@ -4,17 +4,23 @@ Each call goes: cache → cost limit → per-model concurrency and rate limits �
 retries (429, 5xx, timeouts, dropped connections; exponential backoff with jitter, or the
 server's ``Retry-After``) → structured parsing by ``instructor`` with a bounded number of
 re-asks. Whatever happens, a call returns an :class:`LLMResult`: a value, or an error with
-the raw text the model gave, so a run never dies of one bad answer.
+the raw text the model gave, so a run never dies of one bad answer. The exception: errors that
+cannot succeed on retry (a wrong key, an unknown model, an unreachable endpoint; see
+:mod:`.fatal`) raise :class:`~.fatal.FatalError` once they repeat, so the caller stops.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
+import sqlite3
 import time
+import urllib.parse
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -28,8 +34,10 @@ from instructor.v2.core.function_calls import response_schema
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from ..paths import cache_dir
 from .accounting import RunStats, Transcript, Usage
 from .cache import ResponseCache, cache_key
+from .fatal import Breaker, FatalError, diagnose
 from .limits import RateLimiter
 from .retry import backoff_wait, transient_status
 from .secrets import api_key, optional_key, redact
@@ -113,7 +121,9 @@ _POOL_SIZE = 16
 class _Endpoint:
     """Per-model state: HTTP clients, instructor wrappers, concurrency and rate limits."""
 
-    def __init__(self, spec: ModelSpec, base_url: str | None, model: str, identity: str, llm: LLM) -> None:
+    def __init__(
+        self, spec: ModelSpec, base_url: str | None, model: str, identity: str, llm: LLM, slots: int | None = None
+    ) -> None:
         self.spec, self.model, self.identity = spec, model, identity
         if spec.provider == "custom":
             key = optional_key("CC_API_KEY")  # self-hosted servers often need none
@@ -123,15 +133,20 @@ class _Endpoint:
             key = None
         s = llm.settings
         shards = max(1, -(-s.max_connections // _POOL_SIZE))
+        limits = httpx2.Limits(max_connections=-(-s.max_connections // shards) + 2)
+        # a query in the endpoint's URL (?api-version=, ?key=) goes with every request, not into the path
+        base_url, _, query = (base_url or "").partition("?")
         self.clients = [
             openai.AsyncOpenAI(
-                base_url=base_url,
+                base_url=base_url or None,
+                default_query=dict(urllib.parse.parse_qsl(query)) or None,
                 api_key=key or "no-key",
                 max_retries=0,
                 timeout=s.timeout,
                 http_client=httpx2.AsyncClient(
                     timeout=httpx2.Timeout(s.timeout),
-                    limits=httpx2.Limits(max_connections=-(-s.max_connections // shards) + 2),
+                    limits=limits,
+                    transport=_local_transport(limits) if spec.provider == "local" else None,
                     event_hooks={"request": [llm._count_request]},
                 ),
             )
@@ -139,9 +154,9 @@ class _Endpoint:
         ]
         self.wrapped = [instructor.from_openai(c, mode=spec.mode) for c in self.clients]
         self._next = itertools.cycle(range(shards))
-        # llama-cpp-python's server answers one request at a time: queue here, where waiting does
+        # the local server decodes `slots` requests at once: queue the rest here, where waiting does
         # not count against the HTTP timeout, instead of in the server, where it would
-        self.semaphore = asyncio.Semaphore(1 if spec.provider == "local" else s.max_connections)
+        self.semaphore = asyncio.Semaphore(min(slots, s.max_connections) if slots else s.max_connections)
         s = llm.settings
         self.rpm = RateLimiter(s.requests_per_minute) if s.requests_per_minute else None
         self.tpm = RateLimiter(s.tokens_per_minute) if s.tokens_per_minute else None
@@ -167,9 +182,10 @@ class LLM:
     def __init__(self, settings: LLMSettings | None = None, transcript: str | Path | None = None) -> None:
         self.settings = settings or LLMSettings()
         self.stats = RunStats()
-        self.cache = ResponseCache(self.settings.cache_path) if self.settings.cache else None
+        self.cache = _open_cache(self.settings.cache_path) if self.settings.cache else None
         self.transcript = Transcript(transcript) if transcript else None
         self.cost_limit_reached = False
+        self.breaker = Breaker()  # stops all calls on errors that cannot succeed on retry
         self._endpoints: dict[str, _Endpoint] = {}
         self._endpoint_lock: asyncio.Lock | None = None
 
@@ -208,6 +224,16 @@ class LLM:
     async def _count_request(self, request: httpx2.Request) -> None:
         if request.url.path.endswith("/chat/completions"):
             self.stats.calls += 1
+            ledger = _LEDGER.get()
+            if ledger is not None:
+                ledger.requests += 1
+
+    def _spend(self, usage: Usage) -> None:
+        """Tokens a response billed: into the run's totals and the current call's transcript line."""
+        self.stats.add(usage)
+        ledger = _LEDGER.get()
+        if ledger is not None:
+            ledger.add(usage)
 
     async def endpoint(self, model: str | ModelSpec) -> _Endpoint:
         spec = parse_model_spec(model) if isinstance(model, str) else model
@@ -228,7 +254,8 @@ class LLM:
 
         install_exit_handlers()  # signal handlers can only be set here, on the loop's (main) thread
         server = await asyncio.to_thread(get_local_server)
-        return _Endpoint(spec, server.base_url, server.model_name, f"local|{server.weights_sha256}", self)
+        identity = f"local|{server.weights_sha256}"
+        return _Endpoint(spec, server.base_url, server.model_name, identity, self, slots=server.parallel)
 
     async def _call(
         self,
@@ -238,10 +265,40 @@ class LLM:
         params: dict[str, Any],
     ) -> LLMResult:
         start = time.perf_counter()
+        self.breaker.check()
+        ledger = _Ledger()
+        token = _LEDGER.set(ledger)
+        ep: _Endpoint | None = None
         try:
-            ep = await self.endpoint(model)
-        except Exception as exc:  # a missing key or an unusable spec fails every call the same way
-            return self._finish(None, messages, response_model, params, LLMResult(None, error=redact(str(exc))), start)
+            try:
+                ep = await self.endpoint(model)
+            except Exception as exc:  # a missing key, an unusable spec, a local server that won't start
+                failed = LLMResult(None, error=redact(str(exc)))
+                self._finish(None, messages, response_model, params, failed, start)
+                reason = self.breaker.trip(failed.error or type(exc).__name__)  # every call would fail the same way
+                raise FatalError(reason) from None
+            result = await self._cached_or_asked(ep, messages, response_model, params, start)
+        except asyncio.CancelledError:  # a forecast timeout: what was sent and billed still goes on record
+            if ledger.requests:
+                with contextlib.suppress(OSError):  # a cancelled call must end cancelled, whatever the disk says
+                    self._finish(
+                        ep, messages, response_model, params, LLMResult(None, error="cancelled"), start, ledger
+                    )
+            raise
+        finally:
+            _LEDGER.reset(token)
+        result = self._finish(ep, messages, response_model, params, result, start, ledger)
+        self.breaker.check()  # recorded above; now stop the caller if this call tripped the breaker
+        return result
+
+    async def _cached_or_asked(
+        self,
+        ep: _Endpoint,
+        messages: list[dict[str, Any]],
+        response_model: type | None,
+        params: dict[str, Any],
+        start: float,
+    ) -> LLMResult:
         params = {"temperature": self.settings.temperature, **params}
         schema = _schema(response_model) if response_model is not None else "text"
         key = cache_key(ep.identity, messages, params, schema)
@@ -255,22 +312,22 @@ class LLM:
                 if value is not None:
                     self.stats.cache_hits += 1
                     usage = Usage(**hit.get("usage", {}), cost=0.0)  # served from disk: nothing spent
-                    result = LLMResult(value, raw=hit.get("raw"), cache_hit=True, usage=usage)
-                    return self._finish(ep, messages, response_model, params, result, start)
+                    return LLMResult(value, raw=hit.get("raw"), cache_hit=True, usage=usage)
         result = await self._request(ep, messages, response_model, params)
         if result.ok and self.cache is not None:
             value = result.value.model_dump(mode="json") if isinstance(result.value, BaseModel) else result.value
             usage = {"prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens}
             self.cache.put(key, ep.identity, {"value": value, "raw": result.raw, "usage": usage})
-        return self._finish(ep, messages, response_model, params, result, start)
+        return result
 
     async def _request(
         self, ep: _Endpoint, messages: list[dict[str, Any]], response_model: type | None, params: dict[str, Any]
     ) -> LLMResult:
         attempts = 0
-        retrying = self.retrying()
+        retrying = self.retrying(ep.spec)
         async with ep.semaphore:
             # Checked once a slot is free, so calls queued behind the limit are not made either.
+            self.breaker.check()
             refused = self._over_budget()
             if refused is not None:
                 return refused
@@ -289,7 +346,9 @@ class LLM:
                         if ep.tpm:
                             ep.tpm.settle(estimate, result.usage.prompt_tokens + result.usage.completion_tokens)
             except Exception as exc:  # retries exhausted, or an error that retrying cannot fix
-                return LLMResult(None, error=_describe(exc), attempts=attempts)
+                diagnosis = diagnose(exc, ep.spec)
+                return LLMResult(None, error=diagnosis.sentence if diagnosis else _describe(exc), attempts=attempts)
+        self.breaker.success(ep.spec)
         result.attempts = attempts
         return result
 
@@ -300,7 +359,7 @@ class LLM:
         if response_model is None:
             completion = await client.chat.completions.create(model=ep.model, messages=messages, **params)
             usage = Usage.of(ep.model, completion.usage)
-            self.stats.add(usage)
+            self._spend(usage)
             return LLMResult(
                 completion.choices[0].message.content or "", raw=completion.choices[0].message.content, usage=usage
             )
@@ -315,27 +374,37 @@ class LLM:
         except InstructorRetryException as exc:
             cause = _root_cause(exc)
             usage = Usage.of(ep.model, getattr(exc, "total_usage", None))
-            self.stats.add(usage)
+            self._spend(usage)
             if cause is not None and _transient(cause):
-                raise cause from None
+                raise cause from cause.__cause__  # keep what caused it (a refused connection...)
             if cause is not None and not isinstance(cause, (ValidationError, json.JSONDecodeError, ValueError)):
-                raise cause from None
+                raise cause from cause.__cause__  # keep what caused it (a refused connection...)
             raw = _raw_text(getattr(exc, "last_completion", None))
             attempts = getattr(exc, "n_attempts", 1)
             error = f"answer failed validation after {attempts} attempt(s): {_short(cause or exc)}"
             return LLMResult(None, error=error, raw=raw, usage=usage)
         usage = Usage.of(ep.model, getattr(parsed, "_total_usage", None) or completion.usage)
-        self.stats.add(usage)
+        self._spend(usage)
         # Hand back the caller's own class, exactly as a cache hit would.
         value = response_model.model_validate(parsed.model_dump())
         return LLMResult(value, raw=_raw_text(completion), usage=usage)
 
-    def retrying(self) -> AsyncRetrying:
-        """Retries of transient errors (429, 5xx, timeouts), with the server's hint or backoff."""
+    def retrying(self, spec: ModelSpec | None = None) -> AsyncRetrying:
+        """Retries of transient errors (429, 5xx, timeouts), with the server's hint or backoff.
+
+        With ``spec``, every failed attempt is shown to the breaker, which ends the retries of an
+        endpoint that cannot be reached at all.
+        """
+
+        def retry(exc: BaseException) -> bool:
+            if spec is not None:
+                self.breaker.failure(exc, spec)
+            return _transient(exc) and self.breaker.reason is None
+
         return AsyncRetrying(
             stop=stop_after_attempt(self.settings.max_attempts),
             wait=self._wait,
-            retry=retry_if_exception(_transient),
+            retry=retry_if_exception(retry),
             reraise=True,
             before_sleep=self._before_retry,
         )
@@ -365,8 +434,12 @@ class LLM:
         params: dict[str, Any],
         result: LLMResult,
         start: float,
+        ledger: _Ledger | None = None,
     ) -> LLMResult:
         result.latency = time.perf_counter() - start
+        if ledger is not None and not result.cache_hit:
+            # every HTTP attempt of the call (retries, re-asks, instructor's own retries) and all it billed
+            result.attempts, result.usage = ledger.requests, ledger.usage
         if not result.ok:
             self.stats.failures += 1
         if self.transcript is not None:
@@ -374,7 +447,7 @@ class LLM:
             self.transcript.write(
                 {
                     "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "model": ep.spec.text if ep else None,
+                    "model": ep.spec.public if ep else None,
                     "endpoint_model": ep.model if ep else None,
                     "messages": messages,
                     "params": params,
@@ -393,6 +466,39 @@ class LLM:
                 }
             )
         return result
+
+
+def _local_transport(limits: httpx2.Limits) -> httpx2.AsyncBaseTransport:
+    from .local.transport import GrammarTransport
+
+    return GrammarTransport(limits)
+
+
+def _open_cache(path: Path | None) -> ResponseCache | None:
+    """The response cache, or none (with a warning) if it cannot be opened at all: it only saves time."""
+    try:
+        return ResponseCache(path)
+    except (sqlite3.Error, OSError) as exc:
+        where = path or cache_dir() / ResponseCache.FILENAME
+        log.warning("cannot open the response cache %s (%s); running without it", where, exc)
+        return None
+
+
+@dataclass
+class _Ledger:
+    """What one call sent and was billed, across all its HTTP attempts (kept in a context variable,
+    which the HTTP client's request hook and the token accounting of each attempt see)."""
+
+    requests: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def add(self, usage: Usage) -> None:
+        u = self.usage
+        cost = None if u.cost is None and usage.cost is None else (u.cost or 0.0) + (usage.cost or 0.0)
+        self.usage = Usage(u.prompt_tokens + usage.prompt_tokens, u.completion_tokens + usage.completion_tokens, cost)
+
+
+_LEDGER: ContextVar[_Ledger | None] = ContextVar("llm_call_ledger", default=None)
 
 
 @cache

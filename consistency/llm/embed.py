@@ -1,25 +1,34 @@
 """Embeddings through the LLM layer: OpenAI-compatible ``/embeddings`` with cache, retries and accounting.
 
 Each text is cached on its own (key: endpoint, model, text), so a rerun or a text seen twice
-costs nothing and only the missing texts are sent, in batches.
+costs nothing and only the missing texts are sent, in batches. The client is described by a
+protocol of the few members used here, so this module never imports ``client`` (which imports it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from .accounting import Usage
-from .cache import cache_key
-
-if TYPE_CHECKING:
-    from .client import LLM
-    from .specs import ModelSpec
+from .accounting import RunStats, Usage
+from .cache import ResponseCache, cache_key
+from .specs import ModelSpec
 
 BATCH = 256
 
 
-async def embed_texts(llm: LLM, model: str | ModelSpec, texts: Sequence[str]) -> list[list[float]]:
+class EmbeddingLayer(Protocol):
+    """What ``embed_texts`` needs of :class:`consistency.llm.client.LLM`."""
+
+    cache: ResponseCache | None
+    stats: RunStats
+
+    async def endpoint(self, model: str | ModelSpec) -> Any: ...
+
+    def retrying(self) -> Any: ...
+
+
+async def embed_texts(llm: EmbeddingLayer, model: str | ModelSpec, texts: Sequence[str]) -> list[list[float]]:
     """One vector per text, in order; raises after the layer's retries are exhausted."""
     ep = await llm.endpoint(model)
     keys = [cache_key(ep.identity, [{"role": "embed", "content": t}], {}, "embedding") for t in texts]
@@ -34,10 +43,16 @@ async def embed_texts(llm: LLM, model: str | ModelSpec, texts: Sequence[str]) ->
     for start in range(0, len(missing), BATCH):
         batch = missing[start : start + BATCH]
         async with ep.semaphore:
-            async for attempt in llm.retrying():
-                with attempt:
-                    llm.stats.calls += 1
-                    response = await ep.pick()[0].embeddings.create(model=ep.model, input=[texts[i] for i in batch])
+            llm.breaker.check()
+            try:
+                async for attempt in llm.retrying(ep.spec):
+                    with attempt:
+                        llm.stats.calls += 1
+                        batch_texts = [texts[i] for i in batch]
+                        response = await ep.pick()[0].embeddings.create(model=ep.model, input=batch_texts)
+            except Exception:
+                llm.breaker.check()  # a wrong key or model: the one-sentence reason, not the raw error
+                raise
         llm.stats.add(Usage.of(ep.model, response.usage))
         for i, item in zip(batch, sorted(response.data, key=lambda d: d.index), strict=True):
             vectors[i] = list(item.embedding)

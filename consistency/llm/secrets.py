@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import re
 from pathlib import Path
@@ -9,6 +11,13 @@ from pathlib import Path
 #: Environment variables that may hold secrets; their values are scrubbed from any text we keep.
 KEY_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "CC_API_KEY", "METACULUS_TOKEN", "NEWSAPI_KEY")
 _KEY_PATTERN = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-]{8,}|\bBearer\s+[A-Za-z0-9_\-.]{8,}")
+#: The password of a URL's ``user:password@``, and URL query parameters named like credentials.
+_URL_USERINFO = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@?#'\"]*:)(?P<secret>[^\s/@?#'\"]+)(?=@)")
+_URL_QUERY_KEY = re.compile(
+    r"(?P<head>[?&;](?:[a-z0-9_\-]*(?:key|token|secret|password|passwd|pwd|auth|signature|sig|credential)s?)=)"
+    r"(?P<secret>(?:(?!::)[^&#\s'\"])+)",
+    re.IGNORECASE,
+)
 
 
 class MissingKeyError(RuntimeError):
@@ -50,4 +59,29 @@ def redact(text: str) -> str:
         value = os.environ.get(variable, "")
         if len(value) >= 6:
             text = text.replace(value, "[redacted]")
+    text = scrub_url(text)
     return _KEY_PATTERN.sub("[redacted]", text)
+
+
+def scrub_url(text: str, *, fingerprint: bool = False) -> str:
+    """``text`` with URL passwords and credential-like query values replaced: by ``[redacted]``,
+    or with ``fingerprint`` by a short hash of the secret (so cache keys of two keys differ)."""
+
+    def hide(match: re.Match[str]) -> str:
+        secret = match["secret"]
+        if fingerprint:
+            return f"{match['head']}sha256-{hashlib.sha256(secret.encode()).hexdigest()[:16]}"
+        return f"{match['head']}[redacted]"
+
+    if "://" not in text and "=" not in text:
+        return text
+    return _URL_QUERY_KEY.sub(hide, _URL_USERINFO.sub(hide, text))
+
+
+def redact_record(record: logging.LogRecord) -> bool:
+    """A logging filter: scrubs secrets from a record (URLs with passwords in HTTP client logs)."""
+    message = record.getMessage()
+    clean = redact(message)
+    if clean != message:
+        record.msg, record.args = clean, None
+    return True

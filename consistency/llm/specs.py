@@ -7,7 +7,8 @@
 - ``local``: the bundled model, served by llama.cpp on 127.0.0.1 by the framework itself.
 
 A ``?mode=`` suffix (``tools``, ``json_schema``, ``json``, ``md_json``) overrides the structured
-output mode; the defaults are what each endpoint supports (llama.cpp's server needs tools).
+output mode; the defaults are what each endpoint supports (``local`` answers in JSON constrained by
+the schema's grammar: SmolLM2's chat template produces no tool calls).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import instructor
+
+from .secrets import redact, scrub_url
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 
@@ -28,7 +31,10 @@ _MODES = {
 
 
 class ModelSpecError(ValueError):
-    pass
+    """A spec that names no model; its message never holds a key written into the spec."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
 
 
 @dataclass(frozen=True)
@@ -45,9 +51,15 @@ class ModelSpec:
         """A short, secret-free name for tables and file names."""
         return "local" if self.provider == "local" else self.model.rsplit("/", 1)[-1]
 
+    @property
+    def public(self) -> str:
+        """The spec as written, with any password or key inside its URL replaced: for logs and files."""
+        return scrub_url(self.text)
+
     def identity(self) -> str:
-        """What the cache keys on: the endpoint and model (never a key)."""
-        return f"{self.provider}|{self.base_url or ''}|{self.model}"
+        """What the cache keys on: the endpoint and model. Never a key: a secret inside the URL
+        enters as a hash, so two keys to one endpoint stay distinct without being stored."""
+        return f"{self.provider}|{scrub_url(self.base_url or '', fingerprint=True)}|{self.model}"
 
 
 @lru_cache(maxsize=256)
@@ -57,7 +69,10 @@ def parse_model_spec(text: str) -> ModelSpec:
         raise ModelSpecError(
             "empty model spec; try 'gpt-4o-mini', 'openrouter/<vendor>/<model>', 'URL::model' or 'local'"
         )
-    spec, _, query = raw.partition("?")
+    # the ?mode= suffix follows the model name; a URL's own query (before ::) is the endpoint's
+    url, sep, rest = raw.rpartition("::")
+    rest, _, query = rest.partition("?")
+    spec = url + sep + rest
     mode_name = None
     if query:
         key, _, value = query.partition("=")
@@ -65,7 +80,7 @@ def parse_model_spec(text: str) -> ModelSpec:
             raise ModelSpecError(f"unknown option {query!r} in model spec {raw!r}; use ?mode={'|'.join(_MODES)}")
         mode_name = value
     if spec == "local":
-        provider, model, base_url, key_var, default_mode = "local", "local", None, None, "tools"
+        provider, model, base_url, key_var, default_mode = "local", "local", None, None, "json_schema"
     elif "::" in spec:
         base_url, model = spec.split("::", 1)
         if not base_url.startswith(("http://", "https://")) or not model:

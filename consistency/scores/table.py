@@ -13,7 +13,9 @@ the table then counts how many pairs the policy merged.
 from __future__ import annotations
 
 import csv
+import io
 import json
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,9 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from ..files import check_from_name
-from ..jsonl import iter_json_lines
+from ..jsonl import iter_json_lines, utf16_encoding
 from ..models import ForecastLine, GroundTruthRecord
 from .inputs import ScoreInputError, outcomes, probabilities
+
+log = logging.getLogger(__name__)
 
 #: Columns of the long table; only the first three are required.
 COLUMNS = (
@@ -195,18 +199,43 @@ def _time(value, where: str) -> np.datetime64:
     return np.datetime64(parsed, "s")
 
 
+def _csv_text(path: Path) -> str:
+    """The CSV's text: UTF-8 (with or without Excel's byte-order mark), UTF-16 as Windows tools write
+    it, or, when the bytes are not UTF-8, Latin-1 (said in a warning, since that is a guess)."""
+    data = path.read_bytes()
+    encoding = utf16_encoding(data)
+    if encoding:
+        try:
+            return data.decode("utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else _utf16_order(data))
+        except UnicodeDecodeError as exc:
+            raise ScoreInputError(f"{path}: the file looks {encoding} but is not valid UTF-16 ({exc.reason})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        log.warning("%s:%d: not UTF-8 (byte 0x%02x); reading the file as Latin-1", path, line, data[exc.start])
+        return data.decode("latin-1")
+
+
+def _utf16_order(data: bytes) -> str:
+    return "utf-16-le" if data[1::2][:32].count(0) >= data[0::2][:32].count(0) else "utf-16-be"
+
+
 def read_long_table(path: str | Path) -> list[dict]:
     """Rows of a CSV (with a header) or JSONL long table, each tagged with ``file:line``."""
     path = Path(path)
     rows: list[dict] = []
     if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = {"forecaster", "question_id", "prob"} - set(reader.fieldnames or ())
-            if missing:
-                raise ScoreInputError(f"{path}: the header lacks column(s) {', '.join(sorted(missing))}")
-            for number, row in enumerate(reader, start=2):
-                rows.append({**row, "_where": f"{path}:{number}"})
+        reader = csv.DictReader(io.StringIO(_csv_text(path), newline=""))
+        header = reader.fieldnames or []
+        missing = {"forecaster", "question_id", "prob"} - set(header)
+        if missing:
+            raise ScoreInputError(f"{path}: the header lacks column(s) {', '.join(sorted(missing))}")
+        for row in reader:
+            if None in row or None in row.values():  # DictReader's marks of a row longer or shorter than the header
+                n = len(header) + len(row.get(None) or ()) - sum(v is None for v in row.values())
+                raise ScoreInputError(f"{path}:{reader.line_num}: {n} field(s) where the header has {len(header)}")
+            rows.append({**row, "_where": f"{path}:{reader.line_num}"})
         return rows
     for number, obj in iter_json_lines(path):
         if not isinstance(obj, dict):

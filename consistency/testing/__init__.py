@@ -5,12 +5,13 @@ from a rule (deterministic forecasts by default) and which can inject faults: ra
 hangs, malformed bodies and dropped connections. ``python -m consistency.testing`` serves it.
 """
 
-from .replies import Fault, Reply, Rule, ScriptedRequest, every_nth, faults_then
+from .replies import FAULT_KINDS, Fault, Reply, Rule, ScriptedRequest, every_nth, faults_then, random_faults
 from .rules import hypocritical_probability, hypocritical_rule, probability_for, probability_rule, schema_rule, sequence
 from .server import DEFAULT_MODEL, ScriptedServer
 
 __all__ = [
     "DEFAULT_MODEL",
+    "FAULT_KINDS",
     "Fault",
     "Reply",
     "Rule",
@@ -22,6 +23,7 @@ __all__ = [
     "hypocritical_rule",
     "probability_for",
     "probability_rule",
+    "random_faults",
     "schema_rule",
     "sequence",
 ]

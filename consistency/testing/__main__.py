@@ -1,6 +1,8 @@
-"""``python -m consistency.testing [--host H] [--port N] [--latency S]``: serve the default forecast rule.
+"""``python -m consistency.testing [--host H] [--port N] [--latency S] [--fault KIND=RATE ...]``: serve the
+default forecast rule, optionally with random faults.
 
-Handy to point a real client (or ``cc``) at a deterministic model by hand; stops on Ctrl-C.
+Handy to point a real client (or ``cc``) at a deterministic model by hand, or at a flaky one
+(``--fault 429=0.05 --fault hang=0.05``) to see how it copes; stops on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -9,7 +11,22 @@ import argparse
 import asyncio
 import contextlib
 
+from .replies import FAULT_KINDS, random_faults
+from .rules import probability_rule
 from .server import ScriptedServer
+
+
+def _fault(text: str) -> tuple[str, float]:
+    kind, _, rate = text.partition("=")
+    if kind not in FAULT_KINDS:
+        raise argparse.ArgumentTypeError(f"unknown fault {kind!r}; choose from {', '.join(FAULT_KINDS)}")
+    try:
+        value = float(rate) if rate else 0.05
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--fault {text}: the rate must be a number (e.g. {kind}=0.05)") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"--fault {text}: the rate must be in [0, 1]")
+    return kind, value
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,11 +37,39 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on; 0 picks a free one (default: 8000)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added before every answer (default: 0)")
+    parser.add_argument(
+        "--fault",
+        type=_fault,
+        action="append",
+        default=[],
+        metavar="KIND[=RATE]",
+        help=f"answer this share of requests with a fault (repeatable); KIND is one of {', '.join(FAULT_KINDS)} "
+        "(RATE defaults to 0.05); a retried request gets a fresh draw",
+    )
+    parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws (default: 0)")
+    parser.add_argument("--hang-seconds", type=float, default=30.0, help="how long a 'hang' fault waits (default: 30)")
+    parser.add_argument(
+        "--retry-after", type=float, default=0.1, help="the Retry-After of a '429' fault, in seconds (default: 0.1)"
+    )
     args = parser.parse_args(argv)
+    rates: dict[str, float] = {}
+    for kind, rate in args.fault:
+        rates[kind] = rates.get(kind, 0.0) + rate
+    if sum(rates.values()) > 1:
+        parser.error("the --fault rates add up to more than 1")
+    rule = probability_rule()
+    if rates:
+        rule = random_faults(
+            rule, rates, seed=args.fault_seed, hang_seconds=args.hang_seconds, retry_after=args.retry_after
+        )
 
     async def serve() -> None:
-        async with ScriptedServer(latency=args.latency, host=args.host, port=args.port) as server:
-            print(f"serving on {server.base_url}  (model spec: {server.model_spec()})  Ctrl-C to stop", flush=True)
+        async with ScriptedServer(rule, latency=args.latency, host=args.host, port=args.port) as server:
+            faults = ", ".join(f"{k} {v:.0%}" for k, v in rates.items()) or "none"
+            print(
+                f"serving on {server.base_url}  (model spec: {server.model_spec()})  faults: {faults}  Ctrl-C to stop",
+                flush=True,
+            )
             await asyncio.Event().wait()  # until cancelled by Ctrl-C
 
     with contextlib.suppress(KeyboardInterrupt):

@@ -8,6 +8,7 @@ connection); it may be sync or async. :mod:`.rules` holds the built-in determini
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
@@ -15,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "FAULT_KINDS",
     "Fault",
     "Reply",
     "Rule",
     "ScriptedRequest",
     "every_nth",
     "faults_then",
+    "random_faults",
 ]
 
 _JSON_FORMATS = ("json_schema", "json_object")
@@ -87,6 +90,7 @@ class Fault:
     seconds: float = 0.0
     then: Reply | None = None
     message: str = ""
+    code: str | None = None
 
     @classmethod
     def rate_limit(cls, retry_after: float = 0.1) -> Fault:
@@ -99,6 +103,13 @@ class Fault:
         if not 500 <= status <= 599:
             raise ValueError(f"server_error status must be 5xx, got {status}")
         return cls("status", status, message=f"The server had an error (scripted {status}).")
+
+    @classmethod
+    def error(cls, status: int, message: str, code: str | None = None) -> Fault:
+        """An HTTP 4xx as OpenAI sends it: 401 for a bad key, 404 for an unknown model, 400 for a bad parameter."""
+        if not 400 <= status <= 499:
+            raise ValueError(f"error status must be 4xx, got {status}")
+        return cls("status", status, message=message, code=code)
 
     @classmethod
     def hang(cls, seconds: float = 30.0, then: Reply | None = None) -> Fault:
@@ -169,3 +180,51 @@ def every_nth(rule: Rule, n: int, fault: Fault) -> Rule:
         return await _call(rule, request)
 
     return every_nth_rule
+
+
+#: The faults :func:`random_faults` draws from, by the names ``--fault`` takes.
+FAULT_KINDS = ("429", "500", "hang", "malformed", "drop")
+
+
+def random_faults(
+    rule: Rule,
+    rates: Mapping[str, float],
+    *,
+    seed: int = 0,
+    hang_seconds: float = 30.0,
+    retry_after: float = 0.1,
+) -> Rule:
+    """Answer a random share of requests with faults: ``rates`` maps a kind of :data:`FAULT_KINDS`
+    to the probability of that fault on any one request (``{"429": 0.04, "hang": 0.04}``).
+
+    The draw is a function of ``seed``, the messages and the attempt number, so a run is
+    reproducible and a retry of a failed request gets a fresh draw, as with a flaky provider.
+    """
+    unknown = set(rates) - set(FAULT_KINDS)
+    if unknown:
+        raise ValueError(f"unknown fault kind(s) {', '.join(sorted(unknown))}; known: {', '.join(FAULT_KINDS)}")
+    if any(r < 0 for r in rates.values()) or sum(rates.values()) > 1:
+        raise ValueError(f"fault rates must be non-negative and sum to at most 1, got {dict(rates)}")
+    faults = {
+        "429": Fault.rate_limit(retry_after),
+        "500": Fault.server_error(500),
+        "hang": Fault.hang(hang_seconds),
+        "malformed": Fault.malformed(),
+        "drop": Fault.drop(),
+    }
+    bands = []
+    edge = 0.0
+    for kind in FAULT_KINDS:
+        if rates.get(kind):
+            edge += rates[kind]
+            bands.append((edge, faults[kind]))
+
+    async def random_faults_rule(request: ScriptedRequest) -> Outcome:
+        key = json.dumps([seed, request.messages, request.attempt], sort_keys=True).encode()
+        draw = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") / 2**64
+        for edge, fault in bands:
+            if draw < edge:
+                return fault
+        return await _call(rule, request)
+
+    return random_faults_rule

@@ -109,6 +109,7 @@ class _Response:
     body: bytes
     headers: list[tuple[str, str]] = field(default_factory=list)
     content_type: str = "application/json"
+    usage: dict[str, int] | None = None  # what a completion bills, counted once it is sent
 
 
 def _json_response(status: int, obj: Any, headers: list[tuple[str, str]] | None = None) -> _Response:
@@ -144,6 +145,7 @@ class ScriptedServer:
         self._requests: list[ScriptedRequest] = []
         self._attempts: dict[str, int] = {}
         self._next_index = 0
+        self._billed = {"prompt_tokens": 0, "completion_tokens": 0}
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -178,12 +180,20 @@ class ScriptedServer:
         with self._lock:
             return len(self._requests)
 
+    @property
+    def billed(self) -> dict[str, int]:
+        """Tokens of the chat completions actually sent (as a provider bills): what a client's
+        accounting must add up to, faults or not."""
+        with self._lock:
+            return dict(self._billed)
+
     def reset(self) -> None:
-        """Forget recorded requests, attempt counts and the arrival index (``sequence`` restarts)."""
+        """Forget recorded requests, attempt counts, billed tokens and the arrival index (``sequence`` restarts)."""
         with self._lock:
             self._requests.clear()
             self._attempts.clear()
             self._next_index = 0
+            self._billed = dict.fromkeys(self._billed, 0)
 
     def _record(self, body: dict[str, Any]) -> ScriptedRequest:
         messages = body["messages"]
@@ -328,6 +338,10 @@ class ScriptedServer:
                     log.exception("scripted server failed")
                     response = _json_response(500, _error_body(f"{type(exc).__name__}: {exc}", "server_error", None))
                 await self._send(conn, writer, response)
+                if response.usage is not None:
+                    with self._lock:
+                        for name in self._billed:
+                            self._billed[name] += response.usage.get(name, 0)
                 if conn.our_state is h11.MUST_CLOSE:
                     return
                 conn.start_next_cycle()
@@ -466,14 +480,19 @@ class ScriptedServer:
                 return self._fault_response(outcome)
             await self._pause(conn, reader, outcome.seconds)
             outcome = outcome.then or await _call(self._fallback, request)
-        return _json_response(200, self._completion(request, outcome))
+        completion = self._completion(request, outcome)
+        response = _json_response(200, completion)
+        response.usage = completion["usage"]
+        return response
 
     def _fault_response(self, fault: Fault) -> _Response:
         if fault.kind == "drop":
             raise _Drop
         if fault.kind == "malformed":
             return _Response(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"ind')
-        kind, code, headers = "server_error", None, []
+        kind, code, headers = "server_error", fault.code, []
+        if 400 <= fault.status < 500 and fault.status != 429:
+            kind = {401: "authentication_error", 403: "permission_error"}.get(fault.status, "invalid_request_error")
         if fault.status == 429:
             kind, code = "requests", "rate_limit_exceeded"
             if fault.retry_after is not None:

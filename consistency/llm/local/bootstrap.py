@@ -1,8 +1,11 @@
-"""The code that runs inside the llama.cpp server process, before ``llama_cpp.server``'s own ``main()``.
+"""The code that runs inside the local model's server process: llama.cpp's own server, through xllamacpp.
 
-It adds an owner watchdog (the server stops itself once the process that started it is gone, even after a
-``kill -9``) and two fixes of llama-cpp-python's JSON-schema grammar: JSON strings without raw control
-characters, and numbers in ``[0, 1]`` where the schema asks for that range.
+``xllamacpp.Server`` runs llama.cpp's C++ HTTP server (continuous batching over ``n_parallel`` slots) on
+threads of the process that creates it. We create it in a process of its own, so that the owner's
+interpreter, a Ctrl-C in its terminal or a crash of either side never takes the other down with it, and
+add an owner watchdog: the server stops itself once the process that started it is gone, even after a
+``kill -9``. The server binds port 0 (the kernel picks a free port, so two starts never race for one) and
+writes the address it listens on to a file the owner waits for.
 """
 
 from __future__ import annotations
@@ -10,9 +13,9 @@ from __future__ import annotations
 _MARKER = "consistency-local-server"  # in the server's command line: tells our servers from other processes
 _OWNER_VAR = "CC_LOCAL_OWNER_PID"  # the owner's pid, for the watchdog; read (and removed) by _BOOTSTRAP
 
-#: Run in the server process (``python -P -c _BOOTSTRAP <llama_cpp.server options>``).
-_BOOTSTRAP = r"""# consistency-local-server: llama_cpp.server, stopped when its owner is gone (consistency/llm/local)
-import os, signal, sys, threading, time
+#: Run in the server process as ``python -P -c _BOOTSTRAP <config JSON> <ready file>``.
+_BOOTSTRAP = r"""# consistency-local-server: llama.cpp's server (xllamacpp), stopped when its owner is gone
+import json, os, signal, sys, threading, time
 
 def _watch_owner(owner):
     while os.getppid() == owner:
@@ -25,33 +28,28 @@ _owner = int(os.environ.pop("CC_LOCAL_OWNER_PID", "0") or 0)
 if _owner:
     threading.Thread(target=_watch_owner, args=(_owner,), daemon=True).start()
 
-try:  # llama-cpp-python's JSON-schema strings admit raw control characters: invalid JSON; use llama.cpp's rule
-    from llama_cpp import llama_grammar as _g
-    _rule = _g.PRIMITIVE_RULES["char"]
-    if "x00-" not in _rule.content:
-        _g.PRIMITIVE_RULES["char"] = _g.BuiltinRule(
-            r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])',
-            _rule.deps,
-        )
-except Exception as _exc:
-    print("consistency: JSON string grammar fix not applied:", repr(_exc), file=sys.stderr)
+config, ready = json.loads(sys.argv[1]), sys.argv[2]
+import xllamacpp
 
-try:  # the converter ignores minimum/maximum; honour the one range forecasts need, [0, 1]
-    _visit = _g.SchemaConverter.visit
-
-    def _visit_unit_interval(self, schema, name):
-        if isinstance(schema, dict) and schema.get("type") == "number" and "exclusiveMinimum" not in schema \
-                and "exclusiveMaximum" not in schema and schema.get("minimum") == 0 and schema.get("maximum") == 1:
-            rule = name + "-" if name in _g.RESERVED_NAMES else name or "root"
-            return self._add_rule(
-                rule, '("0" ("." [0-9] [0-9]? [0-9]? [0-9]? [0-9]? [0-9]?)? | "1" ("." "0" "0"?)?) space'
-            )
-        return _visit(self, schema, name)
-
-    _g.SchemaConverter.visit = _visit_unit_interval
-except Exception as _exc:
-    print("consistency: unit-interval grammar not applied:", repr(_exc), file=sys.stderr)
-
-from llama_cpp.server.__main__ import main
-main()
+params = xllamacpp.CommonParams()
+params.model.path = config["model"]
+params.model_alias = {config["alias"]}
+params.hostnames = ["127.0.0.1"]
+params.port = 0
+params.n_parallel = config["parallel"]
+params.n_ctx = config["n_ctx"] * config["parallel"]  # llama.cpp splits it evenly between the slots
+params.n_predict = config["n_predict"]
+params.cpuparams.n_threads = config["threads"]
+params.cpuparams_batch.n_threads = config["threads"]
+params.cache_ram_mib = config["cache_ram_mib"]
+params.sampling.dry_multiplier = config["dry_multiplier"]
+if config.get("gpu_layers") is not None:
+    params.n_gpu_layers = config["gpu_layers"]
+server = xllamacpp.Server(params)
+with open(ready + ".tmp", "w") as fh:
+    json.dump({"url": server.listening_address, "pid": os.getpid()}, fh)
+os.replace(ready + ".tmp", ready)
+print("consistency: serving", config["model"], "at", server.listening_address, file=sys.stderr, flush=True)
+while True:
+    time.sleep(3600)
 """

@@ -1,9 +1,9 @@
 """The llama.cpp server's life cycle: start or reuse, health, state file and lock, stop at exit.
 
-A state file per weights (and context size) lets other processes, and later runs, reuse a healthy server
-instead of starting another; a file lock makes concurrent starts end with one server. The process that
-started a server stops it when it exits (atexit, and SIGTERM/SIGINT handlers chained to the previous
-ones); a process that only reused it leaves it running.
+A state file per weights and server settings (context, slots, GPU layers) lets other processes, and
+later runs, reuse a healthy server instead of starting another; a file lock makes concurrent starts end
+with one server. The process that started a server stops it when it exits (atexit, and SIGTERM/SIGINT
+handlers chained to the previous ones); a process that only reused it leaves it running.
 """
 
 from __future__ import annotations
@@ -13,67 +13,53 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 from .bootstrap import _BOOTSTRAP, _MARKER, _OWNER_VAR
 from .errors import _INSTALL_HINT, LocalModelError
-from .files import _cache_dir, _load_json, _write_json_atomic
+from .files import _cache_dir, _file_lock, _load_json, _write_json_atomic
 from .weights import resolve_weights, weights_sha256
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None  # type: ignore[assignment]
-
-#: The model id the server answers to (``--model_alias``); requests may use it as ``model``.
+#: The model id the server answers to (its alias); requests may use it as ``model``.
 LOCAL_MODEL_NAME = "local"
 
 ENV_THREADS = "CC_LOCAL_THREADS"
-DEFAULT_THREADS = 1  # more threads than one per server was far slower on 2 cores under load
-DEFAULT_N_CTX = 4096  # room for few-shot forecasting prompts; SmolLM2 was trained with 8192
+ENV_PARALLEL = "CC_LOCAL_PARALLEL"
+ENV_GPU_LAYERS = "CC_LOCAL_GPU_LAYERS"
+DEFAULT_THREADS = 1  # llama.cpp's OpenMP threads spin: two threads per server were far slower on 2 busy cores
+DEFAULT_PARALLEL = 4  # slots: requests decoded together (benchmarks/bench_local.py)
+DEFAULT_N_CTX = 4096  # context per slot: room for few-shot forecasting prompts; SmolLM2 was trained with 8192
+#: Tokens a request may generate when it does not say (a 135M model can ramble until its context is full).
+DEFAULT_N_PREDICT = 512
+CACHE_RAM_MIB = 256  # llama.cpp's cache of finished prompts, in RAM (its default is 8 GiB)
+#: llama.cpp's DRY sampler penalises extending a repeated passage: without it, SmolLM2 at temperature 0
+#: often loops ("This is a probability question. This is a probability question. ...") until cut off.
+DRY_MULTIPLIER = 0.8
 STARTUP_TIMEOUT = 120.0
 STOP_TIMEOUT = 5.0
 
 _LOCK_NAME = "local-server.lock"
 
-#: Settings that llama_cpp.server (pydantic-settings, case-insensitive) and uvicorn read from the
-#: environment; a stray ``PORT`` or ``API_KEY`` in the user's environment must not reach our server.
-_SERVER_ENV_VARS = frozenset(
-    {
-        *("api_key", "disable_ping_events", "host", "interrupt_requests", "port", "root_path"),
-        *("ssl_certfile", "ssl_keyfile", "config_file", "cache", "cache_size", "cache_type", "chat_format"),
-        *("chat_template_kwargs", "clip_model_path", "draft_model", "draft_model_num_pred_tokens", "embedding"),
-        *("flash_attn", "hf_model_repo_id", "hf_pretrained_model_name_or_path", "hf_tokenizer_config_path"),
-        *("kv_overrides", "last_n_tokens_size", "logits_all", "lora_base", "lora_path", "main_gpu", "model"),
-        *("model_alias", "mul_mat_q", "n_batch", "n_ctx", "n_gpu_layers", "n_threads", "n_threads_batch"),
-        *("n_ubatch", "numa", "offload_kqv", "rope_freq_base", "rope_freq_scale", "rope_scaling_type"),
-        *("rpc_servers", "seed", "split_mode", "tensor_split", "type_k", "type_v", "use_mlock", "use_mmap"),
-        *("verbose", "vocab_only", "yarn_attn_factor", "yarn_beta_fast", "yarn_beta_slow", "yarn_ext_factor"),
-        *("yarn_orig_ctx", "models"),
-    }
-)
 
-
-def _threads_from_env() -> int:
-    raw = os.environ.get(ENV_THREADS, "").strip()
+def _int_from_env(name: str, default: int | None, what: str, minimum: int = 1) -> int | None:
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_THREADS
+        return default
     try:
         value = int(raw)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise LocalModelError(f"{ENV_THREADS} must be a positive whole number of threads, got {raw!r}.")
+        value = minimum - 1
+    if value < minimum:
+        kind = "a positive" if minimum == 1 else "a non-negative"
+        raise LocalModelError(f"{name} must be {kind} whole number of {what}, got {raw!r}.")
     return value
 
 
@@ -106,12 +92,6 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -129,8 +109,8 @@ def _http_ok(port: int, path: str, timeout: float) -> bool:
 
 
 def _healthy(port: int) -> bool:
-    """The server answers. ``/v1/models`` waits for the model lock, so a busy server gets a second chance."""
-    return _http_ok(port, "/v1/models", 2.0) or _http_ok(port, "/openapi.json", 5.0)
+    """The server answers with our model; a server busy with long requests gets a second, slower chance."""
+    return _http_ok(port, "/v1/models", 2.0) or _http_ok(port, "/health", 10.0)
 
 
 def _log_tail(path: Path, lines: int = 20) -> str:
@@ -170,39 +150,10 @@ def _terminate_pid(pid: int) -> None:
             time.sleep(0.1)
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path, timeout: float) -> Iterator[None]:
-    """Exclusive flock on ``path`` (a no-op where fcntl is missing)."""
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    with open(path, "a+b") as fh:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise LocalModelError(
-                        f"timed out after {timeout:.0f} s waiting for the lock {path} held by another process "
-                        "starting the local model"
-                    ) from None
-                time.sleep(0.1)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
 def _server_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k.lower() not in _SERVER_ENV_VARS and k != _OWNER_VAR}
+    env = {k: v for k, v in os.environ.items() if k != _OWNER_VAR}
     env[_OWNER_VAR] = str(os.getpid())
     return env
-
-
-class _PortTaken(Exception):
-    pass
 
 
 # ------------------------------------------------------------------------------------------- server
@@ -211,8 +162,9 @@ class _PortTaken(Exception):
 class LocalServer:
     """One llama.cpp server for one GGUF: started here, or reused from another process.
 
-    ``start()`` reuses a healthy server for the same weights (and context size) recorded in the state file,
-    or starts one and records it. Only the process that started a server stops it (``stop()``, the context
+    ``start()`` reuses a healthy server for the same weights and settings recorded in the state file, or
+    starts one and records it. ``parallel`` slots decode that many requests together (continuous batching);
+    llama.cpp queues requests beyond them. Only the process that started a server stops it (``stop()``, the context
     manager, or at exit); ``stop()`` on a reused server just forgets it.
     """
 
@@ -223,12 +175,18 @@ class LocalServer:
         weights: Path | str | None = None,
         *,
         threads: int | None = None,
+        parallel: int | None = None,
+        gpu_layers: int | None = None,
         n_ctx: int = DEFAULT_N_CTX,
         startup_timeout: float = STARTUP_TIMEOUT,
         cache_dir: Path | str | None = None,
     ) -> None:
         self._weights_arg = Path(weights) if weights is not None else None
-        self.threads = threads if threads is not None else _threads_from_env()
+        self.threads = threads if threads is not None else _int_from_env(ENV_THREADS, DEFAULT_THREADS, "threads")
+        self.parallel = parallel if parallel is not None else _int_from_env(ENV_PARALLEL, DEFAULT_PARALLEL, "slots")
+        if gpu_layers is None:
+            gpu_layers = _int_from_env(ENV_GPU_LAYERS, None, "layers", minimum=0)
+        self.gpu_layers = gpu_layers  # None: llama.cpp's default (all that fit, on a GPU build)
         self.n_ctx = int(n_ctx)
         self.startup_timeout = float(startup_timeout)
         self._cache_arg = Path(cache_dir) if cache_dir is not None else None
@@ -251,16 +209,23 @@ class LocalServer:
             raise LocalModelError("the local model server is not started; call start() first")
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def command(self, weights: Path, port: int) -> list[str]:
-        """The command line that starts the server."""
-        threads = str(self.threads)
-        return [
-            *(sys.executable, "-P", "-c", _BOOTSTRAP),
-            *("--model", str(weights), "--model_alias", LOCAL_MODEL_NAME),
-            *("--host", "127.0.0.1", "--port", str(port)),
-            *("--n_threads", threads, "--n_threads_batch", threads, "--n_ctx", str(self.n_ctx)),
-            *("--interrupt_requests", "false", "--verbose", "false"),
-        ]
+    def settings(self) -> dict[str, Any]:
+        """What the server is started with, besides the weights; a reused server must match it."""
+        return {
+            "alias": LOCAL_MODEL_NAME,
+            "parallel": self.parallel,
+            "n_ctx": self.n_ctx,
+            "n_predict": DEFAULT_N_PREDICT,
+            "threads": self.threads,
+            "gpu_layers": self.gpu_layers,
+            "cache_ram_mib": CACHE_RAM_MIB,
+            "dry_multiplier": DRY_MULTIPLIER,
+        }
+
+    def command(self, weights: Path, ready_file: Path) -> list[str]:
+        """The command line that starts the server (it writes its address to ``ready_file``)."""
+        config = json.dumps({"model": str(weights), **self.settings()}, sort_keys=True)
+        return [sys.executable, "-P", "-c", _BOOTSTRAP, config, str(ready_file)]
 
     def is_running(self) -> bool:
         """Whether the server process is still there (cheap: no HTTP request)."""
@@ -278,15 +243,16 @@ class LocalServer:
                 raise LocalModelError(f"the model weights {weights} do not exist")
             cache = _cache_dir(self._cache_arg)
             sha = weights_sha256(weights, cache_dir=cache)
-            if find_spec("llama_cpp") is None:
+            if find_spec("xllamacpp") is None:
                 raise LocalModelError(
-                    f"the local model needs llama-cpp-python with its server, which is not installed: "
+                    f"the local model needs xllamacpp (llama.cpp's server), which is not installed: "
                     f"install the local extra with {_INSTALL_HINT}"
                 )
             self.weights, self.weights_sha256 = weights, sha
-            self._state_path = cache / f"local-server-{sha[:16]}-ctx{self.n_ctx}.json"
+            gpu = "" if self.gpu_layers is None else f"-gpu{self.gpu_layers}"
+            self._state_path = cache / f"local-server-{sha[:16]}-ctx{self.n_ctx}-p{self.parallel}{gpu}.json"
             self.log_path = self._state_path.with_suffix(".log")
-            with _file_lock(cache / _LOCK_NAME, timeout=self.startup_timeout + 60):
+            with _file_lock(cache / _LOCK_NAME, self.startup_timeout + 60, "starting the local model"):
                 state = _load_json(self._state_path)
                 if state and self._adopt(state):
                     return self
@@ -300,8 +266,7 @@ class LocalServer:
                         "port": self.port,
                         "weights": str(weights),
                         "sha256": sha,
-                        "n_ctx": self.n_ctx,
-                        "threads": self.threads,
+                        "settings": self.settings(),
                         "started_by_pid": os.getpid(),
                         "started_at": time.time(),
                         "log": str(self.log_path),
@@ -332,7 +297,7 @@ class LocalServer:
         pid, port = state.get("pid"), state.get("port")
         if not (isinstance(pid, int) and isinstance(port, int)):
             return False
-        if state.get("sha256") != self.weights_sha256 or state.get("n_ctx") != self.n_ctx:
+        if state.get("sha256") != self.weights_sha256 or state.get("settings") != self.settings():
             return False
         if not (_pid_is_our_server(pid) and _healthy(port)):
             return False
@@ -354,47 +319,49 @@ class LocalServer:
 
     def _launch(self, weights: Path) -> None:
         assert self.log_path is not None
-        for _attempt in range(3):
-            port = _free_port()
-            with open(self.log_path, "wb") as log:
-                proc = subprocess.Popen(
-                    self.command(weights, port),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=_server_env(),
-                    cwd=str(self.log_path.parent),
-                    start_new_session=True,  # own process group; a terminal's Ctrl-C does not reach it
-                    close_fds=True,
-                )
-            try:
-                self._wait_until_healthy(proc, port)
-            except _PortTaken:
-                continue
-            except BaseException:
-                _terminate_group(proc)
-                raise
-            self._proc, self.pid, self.port, self.owned = proc, proc.pid, port, True
-            self._owner_pid = os.getpid()
-            return
-        raise LocalModelError(f"could not find a free port for the local model server; see its log {self.log_path}")
+        ready = self.log_path.with_suffix(".ready")
+        with contextlib.suppress(FileNotFoundError):
+            ready.unlink()
+        with open(self.log_path, "wb") as log:
+            proc = subprocess.Popen(
+                self.command(weights, ready),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=_server_env(),
+                cwd=str(self.log_path.parent),
+                start_new_session=True,  # own process group; a terminal's Ctrl-C does not reach it
+                close_fds=True,
+            )
+        try:
+            port = self._wait_until_healthy(proc, ready)
+        except BaseException:
+            _terminate_group(proc)
+            raise
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                ready.unlink()
+        self._proc, self.pid, self.port, self.owned = proc, proc.pid, port, True
+        self._owner_pid = os.getpid()
 
-    def _wait_until_healthy(self, proc: subprocess.Popen[bytes], port: int) -> None:
+    def _wait_until_healthy(self, proc: subprocess.Popen[bytes], ready: Path) -> int:
+        """Wait for the server to write its address, then to answer; return its port."""
         assert self.log_path is not None
         deadline = time.monotonic() + self.startup_timeout
-        delay = 0.05
+        delay, port = 0.05, None
         while True:
             code = proc.poll()
             if code is not None:
-                tail = _log_tail(self.log_path)
-                if "address already in use" in tail.lower():
-                    raise _PortTaken
                 raise LocalModelError(
                     f"the local model server exited with code {code} while starting; "
-                    f"the end of its log {self.log_path}:\n{tail}"
+                    f"the end of its log {self.log_path}:\n{_log_tail(self.log_path)}"
                 )
-            if _http_ok(port, "/v1/models", 2.0):
-                return
+            if port is None:
+                url = _load_json(ready).get("url")
+                if isinstance(url, str) and url.rpartition(":")[2].isdigit():
+                    port = int(url.rpartition(":")[2])
+            if port is not None and _http_ok(port, "/v1/models", 2.0):
+                return port
             if time.monotonic() > deadline:
                 raise LocalModelError(
                     f"the local model server did not answer within {self.startup_timeout:.0f} s; "

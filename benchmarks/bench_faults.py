@@ -1,0 +1,129 @@
+"""Evaluation under a flaky provider: ``python benchmarks/bench_faults.py``.
+
+Forecasts 2,000 resolved questions (``cc evaluate -q``'s library call, basic forecaster, no
+cache) against the scripted server (in this process) fault-free and with 20% of requests
+answered by a mixed fault (429 with Retry-After, 500, a hang past the client's timeout,
+malformed JSON, a dropped connection; a retried request gets a fresh draw): after an untimed
+warm-up, the two alternate ``--repeat`` times and the fastest of each counts. Prints
+
+    lost=<questions without a forecast> duplicated=<questions answered twice> (worst faulty run)
+    transcript_tokens=<sum of llm_calls.jsonl> billed_tokens=<what the server sent> run_tokens=<run.json>
+    efficiency=<fault-free wall / faulty wall>   (target >= 0.7)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from consistency.evaluation import RunOptions
+from consistency.evaluation.ground_truth import evaluate_questions
+from consistency.jsonl import iter_json_lines, write_jsonl
+from consistency.llm import LLMSettings
+from consistency.testing import FAULT_KINDS, ScriptedServer, probability_rule, random_faults
+
+
+def write_questions(path: Path, n: int) -> None:
+    write_jsonl(
+        path,
+        (
+            {
+                "id": f"q{i}",
+                "title": f"Will benchmark event number {i} happen before 2030?",
+                "body": f"Resolves YES if event {i} is reported by a reputable source before 2030-01-01.",
+                "resolution": i % 3 == 0,
+            }
+            for i in range(n)
+        ),
+    )
+
+
+def run(rule, questions: Path, out: Path, args) -> dict:
+    settings = LLMSettings(
+        cache=False,
+        timeout=args.timeout,
+        max_backoff=args.max_backoff,
+        max_attempts=args.max_attempts,
+        max_connections=args.concurrency,
+    )
+    options = RunOptions(concurrency=args.concurrency, llm=settings)
+    with ScriptedServer(rule, latency=args.latency) as srv:
+        start = time.perf_counter()
+        result = evaluate_questions(srv.model_spec(), questions, out=out, options=options)
+        wall = time.perf_counter() - start
+        billed = srv.billed
+    calls = [obj for _, obj in iter_json_lines(out / "llm_calls.jsonl")]
+    answered = Counter(c["messages"][-1]["content"] for c in calls if c["error"] is None)
+    forecasts = {
+        obj["key"]: obj for _, obj in iter_json_lines(out / "forecasts.jsonl") if obj.get("forecast") is not None
+    }
+    totals = json.loads((out / "run.json").read_text())["totals"]
+    return {
+        "wall": wall,
+        "lost": args.questions - len(forecasts),
+        "duplicated": sum(n - 1 for n in answered.values() if n > 1),
+        "transcript_tokens": sum(c["usage"]["prompt_tokens"] + c["usage"]["completion_tokens"] for c in calls),
+        "billed_tokens": billed["prompt_tokens"] + billed["completion_tokens"],
+        "run_tokens": totals["prompt_tokens"] + totals["completion_tokens"],
+        "requests": sum(c["attempts"] for c in calls),
+        "retries": totals["retries"],
+        "failures": len(result.failures),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=2000)
+    parser.add_argument("--fault-rate", type=float, default=0.2, help="share of requests answered with a fault")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.05, help="server seconds per answer")
+    parser.add_argument("--timeout", type=float, default=1.0, help="client seconds per request (hangs last 10x)")
+    parser.add_argument("--max-backoff", type=float, default=0.5)
+    parser.add_argument("--max-attempts", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each; the fastest counts (a shared machine)")
+    args = parser.parse_args()
+    rates = dict.fromkeys(FAULT_KINDS, args.fault_rate / len(FAULT_KINDS))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        os.environ["CC_CACHE_DIR"] = str(root / "cache")
+        write_questions(root / "questions.jsonl", args.questions)
+        faulty_rule = random_faults(
+            probability_rule(), rates, seed=args.seed, hang_seconds=10 * args.timeout, retry_after=0.1
+        )
+        run(probability_rule(), root / "questions.jsonl", root / "warm-up", args)  # first-call costs, untimed
+        cleans, faults = [], []
+        for i in range(args.repeat):  # alternated, so a burst of load elsewhere hits both kinds alike
+            cleans.append(run(probability_rule(), root / "questions.jsonl", root / f"clean{i}", args))
+            faults.append(run(faulty_rule, root / "questions.jsonl", root / f"faulty{i}", args))
+        clean = min(cleans, key=lambda r: r["wall"])
+        faulty = min(faults, key=lambda r: r["wall"])
+    print(
+        f"questions={args.questions} fault_rate={args.fault_rate} faults={','.join(FAULT_KINDS)} "
+        f"concurrency={args.concurrency} latency_s={args.latency} timeout_s={args.timeout}"
+    )
+    print(
+        f"fastest of {args.repeat}: fault-free: wall_s={clean['wall']:.2f} requests={clean['requests']} "
+        f"lost={clean['lost']} tokens={clean['transcript_tokens']}"
+    )
+    print(
+        f"faulty: wall_s={faulty['wall']:.2f} requests={faulty['requests']} retries={faulty['retries']} "
+        f"failed={faulty['failures']}"
+    )
+    same = all(f["transcript_tokens"] == f["billed_tokens"] == f["run_tokens"] for f in faults)
+    lost, duplicated = max(f["lost"] for f in faults), max(f["duplicated"] for f in faults)
+    print(
+        f"lost={lost} duplicated={duplicated} transcript_tokens={faulty['transcript_tokens']} "
+        f"billed_tokens={faulty['billed_tokens']} run_tokens={faulty['run_tokens']} "
+        f"transcript_tokens{'==' if same else '!='}billed_tokens efficiency={clean['wall'] / faulty['wall']:.3f} "
+        "(target >= 0.7)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""The report's figures, drawn with matplotlib's object API (no pyplot state, Agg for PNG).
+
+Each figure is inlined in the page as SVG with text kept as text (small, searchable, selectable)
+and, with ``--png DIR``, also written there as PNG (200 dpi) and SVG for papers. Distributions
+are drawn from every tuple (box plots summarise any number of values in a fixed size), so no
+sampling is needed here. matplotlib is imported only when a report is made.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .compare import Comparison
+from .gather import Accuracy, CheckResult, Run
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
+METRIC_LABEL = {"default": "arbitrage violation (nats)", "frequentist": "frequentist violation (z)"}
+
+
+@dataclass
+class Drawn:
+    name: str  # file stem for --png, and the figure's id in the page
+    caption: str
+    svg: str
+
+
+class Figures:
+    """Renders figures to inline SVG and, when ``png_dir`` is set, to PNG and SVG files."""
+
+    def __init__(self, png_dir: Path | None = None) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        self.png_dir = png_dir
+        self.written: list[Path] = []
+        if png_dir is not None:
+            png_dir.mkdir(parents=True, exist_ok=True)
+
+    def render(self, fig: Figure, name: str, caption: str) -> Drawn:
+        import matplotlib
+
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-")
+        # A salt per figure keeps clip-path ids distinct across the SVGs inlined in one page.
+        with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
+            buf = io.StringIO()
+            fig.savefig(buf, format="svg", metadata={"Date": None})
+        svg = buf.getvalue()
+        svg = svg[svg.index("<svg") :]  # drop the XML prolog and doctype: not allowed inside HTML
+        if self.png_dir is not None:
+            for ext in ("png", "svg"):
+                target = self.png_dir / f"{name}.{ext}"
+                with matplotlib.rc_context({"svg.hashsalt": name}):
+                    fig.savefig(target, dpi=200, metadata={"Date": None} if ext == "svg" else None)
+                self.written.append(target)
+        return Drawn(name, caption, svg)
+
+
+def _figure(width: float, height: float, margins: tuple[float, float, float, float] | None = None) -> Figure:
+    """A figure laid out by constrained layout, or with fixed margins in inches (left, right, bottom, top):
+    figures drawn once per run use fixed margins, which skip a layout pass (half the drawing time)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout=None if margins else "constrained")
+    if margins:
+        left, right, bottom, top = margins
+        fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height)
+    fig.set_facecolor("white")
+    return fig
+
+
+def violations(checks: list[CheckResult]) -> Figure:
+    """Per check, box plots of the arbitrage and frequentist violations of every tuple, with thresholds."""
+    shown = [c for c in checks if len(c.violations["default"])]
+    fig = _figure(9, 0.45 * max(len(shown), 2) + 1.2, margins=(1.4, 0.25, 0.6, 0.35))
+    axes = fig.subplots(1, 2, sharey=True, gridspec_kw={"wspace": 0.06})
+    names = [c.check.name for c in shown]
+    for ax, metric in zip(axes, ("default", "frequentist"), strict=True):
+        data = [c.violations[metric] for c in shown]
+        if data:
+            ax.boxplot(
+                data,
+                orientation="horizontal",
+                whis=(5, 95),
+                showfliers=False,
+                showmeans=True,
+                meanprops={"marker": "D", "markerfacecolor": "black", "markeredgecolor": "black", "markersize": 4},
+                medianprops={"color": COLORS[1]},
+            )
+            ax.set_yticks(range(1, len(names) + 1), names)
+            threshold = shown[0].stats[metric]["threshold"]
+            ax.axvline(threshold, color="0.4", linestyle=":", linewidth=1)
+        ax.set_xscale("symlog", linthresh=1e-3 if metric == "default" else 1e-2)
+        ax.set_xlim(left=0)
+        ax.set_xlabel(METRIC_LABEL[metric])
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].invert_yaxis()  # shared y: once for both; checks read top to bottom in the table's order
+    axes[0].set_title("boxes: quartiles; whiskers: 5th–95th percentile; ◆ mean", fontsize=9, loc="left")
+    axes[1].set_title("dotted: the failing threshold", fontsize=9, loc="left")
+    return fig
+
+
+def reliability(acc: Accuracy, title: str) -> Figure:
+    """Observed frequency against mean forecast per bin, with each bin's count written and drawn below."""
+    table = acc.calibration
+    fig = _figure(5.2, 5.6, margins=(0.75, 0.2, 0.55, 0.55))
+    top, bottom = fig.subplots(2, 1, height_ratios=(3, 1), sharex=True, gridspec_kw={"hspace": 0.08})
+    top.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfect calibration")
+    used = table.count > 0
+    top.plot(table.mean_forecast[used], table.frequency[used], marker="o", color=COLORS[0], label="forecaster")
+    for x, yv, n in zip(table.mean_forecast[used], table.frequency[used], table.count[used], strict=True):
+        top.annotate(f"{n}", (x, yv), textcoords="offset points", xytext=(4, -10), fontsize=7, color="0.3")
+    top.set_xlim(0, 1)
+    top.set_ylim(-0.02, 1.02)
+    top.set_ylabel("observed frequency")
+    top.set_title(f"{title}\nBrier {acc.brier:.3f}, calibration error {acc.calibration_error:.3f}", fontsize=9)
+    top.legend(loc="upper left", fontsize=8)
+    top.grid(alpha=0.3)
+    edges = table.edges if table.edges is not None else np.linspace(0, 1, table.n_bins + 1)
+    bottom.bar(
+        edges[:-1], table.count, width=np.diff(edges), align="edge", color=COLORS[0], alpha=0.5, edgecolor="white"
+    )
+    bottom.set_xlabel("forecast probability (bins of 0.1)")
+    bottom.set_ylabel("forecasts")
+    return fig
+
+
+def checks_by_run(runs: list[Run]) -> Figure:
+    """Each check's mean violation per run, side by side, with bootstrap 95% intervals."""
+    names = [c.name for c in _checks_of(runs)]
+    fig = _figure(10, 6)
+    axes = fig.subplots(2, 1, sharex=True)
+    width = 0.8 / max(len(runs), 1)
+    x = np.arange(len(names))
+    for ax, metric in zip(axes, ("default", "frequentist"), strict=True):
+        for k, run in enumerate(runs):
+            by_name = {c.check.name: c.stats[metric] for c in run.checks}
+            means = np.array([_num(by_name.get(n, {}).get("avg_violation")) for n in names])
+            lows = np.array([_ci(by_name.get(n), 0) for n in names])
+            highs = np.array([_ci(by_name.get(n), 1) for n in names])
+            err = np.vstack([np.clip(means - lows, 0, None), np.clip(highs - means, 0, None)])
+            err = np.where(np.isfinite(err), err, 0)
+            ax.bar(
+                x + (k - (len(runs) - 1) / 2) * width,
+                means,
+                width,
+                yerr=err,
+                capsize=2,
+                label=run.name,
+                color=COLORS[k % len(COLORS)],
+            )
+        ax.set_ylabel(METRIC_LABEL[metric])
+        ax.grid(axis="y", alpha=0.3)
+    axes[1].set_xticks(x, names, rotation=30, ha="right")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=min(len(runs), 3), fontsize=8)
+    return fig
+
+
+def versus(comparison: Comparison, metric: str = "default") -> Figure:
+    """Mean violation per check against the Brier score, one point per forecaster, with Pearson r."""
+    correlations = comparison.correlations.get(metric, {})
+    panels = list(correlations)
+    cols = 4
+    rows = math.ceil(len(panels) / cols)
+    fig = _figure(11, 2.6 * rows)
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
+    entries = [e for e in comparison.entries if e.consistency is not None and e.brier is not None]
+    entries = [e for e in entries if e.brier is not None and e.brier <= comparison.max_brier]
+    for ax, check in zip(axes, panels, strict=False):
+        r = correlations[check]
+        for k, entry in enumerate(entries):
+            values = entry.violations(metric)
+            x = float(np.mean(list(values.values()))) if check == "aggregate" and values else values.get(check)
+            if x is not None:
+                ax.scatter([x], [entry.brier], color=COLORS[k % len(COLORS)], s=22, label=entry.name)
+        title = f"{check}: r = {r.r:+.2f}" if np.isfinite(r.r) else f"{check}: r undefined"
+        if np.isfinite(r.low):
+            title += f" [{r.low:+.2f}, {r.high:+.2f}]"
+        ax.set_title(title, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    for ax in axes[: len(panels)][::cols]:
+        ax.set_ylabel("Brier score", fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 4), fontsize=8)
+    fig.suptitle(f"x: mean {METRIC_LABEL[metric]} per check; y: Brier score", fontsize=9)
+    return fig
+
+
+def depth(series: dict[int, Run], title: str) -> Figure:
+    """Mean violation per check (thin) and over checks (thick) against the ArbitrageForecaster's depth."""
+    depths = sorted(series)
+    fig = _figure(9, 3.6)
+    axes = fig.subplots(1, 2)
+    names = [c.name for c in _checks_of(list(series.values()))]
+    for ax, metric in zip(axes, ("default", "frequentist"), strict=True):
+        for k, name in enumerate(names):
+            ys = [
+                _num(next((c.stats[metric]["avg_violation"] for c in series[d].checks if c.check.name == name), None))
+                for d in depths
+            ]
+            ax.plot(depths, ys, marker="o", linewidth=1, color=COLORS[k % len(COLORS)], label=name)
+        ax.plot(
+            depths,
+            [_num(series[d].aggregate(metric)) for d in depths],
+            color="black",
+            linewidth=2.5,
+            marker="s",
+            label="mean over checks",
+        )
+        ax.set_xticks(depths)
+        ax.set_xlabel("depth")
+        ax.set_ylabel(METRIC_LABEL[metric])
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=7, loc="best")
+    fig.suptitle(title, fontsize=9)
+    return fig
+
+
+def _checks_of(runs: list[Run]):
+    seen: dict[str, object] = {}
+    for run in runs:
+        for c in run.checks:
+            seen.setdefault(c.check.name, c.check)
+    from ..checks import all_checks
+
+    order = {c.name: i for i, c in enumerate(all_checks())}
+    return sorted(seen.values(), key=lambda c: order.get(c.name, len(order)))  # type: ignore[attr-defined]
+
+
+def _num(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _ci(stats: dict | None, i: int) -> float:
+    if not stats or not stats.get("ci95"):
+        return float("nan")
+    return float(stats["ci95"][i])

@@ -1,0 +1,498 @@
+"""Read every kind of result directory into one shape the report draws from.
+
+A PATH is a ``cc evaluate`` run directory (tuple or ground-truth mode), a ``cc score`` output
+directory, or the paper's published forecast or ground-truth directory. Our own directories already
+hold scored lines and statistics (``summary.json``), which are read as written (no second bootstrap
+over 100,000 tuples); forecast files that carry no statistics of ours (the paper's) are scored with
+:func:`consistency.scoring.score_path`, exactly as ``cc score`` would. Only the worst ``top`` tuples
+per check keep their questions; every tuple keeps its two violations, for the distributions.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..checks import Check, all_checks, get_check
+from ..jsonl import iter_json_lines
+from ..metrics import bootstrap_mean_ci
+from ..scores import proper
+from ..scores.sources import pair_key
+from ..scores.table import read_ground_truth
+from ..scoring import ScoredFile, ScoreParams, forecast_files, is_checker_file, score_path
+
+log = logging.getLogger(__name__)
+
+#: The two lenses on a tuple: arbitrage (guaranteed profit, nats) and frequentist (z-units).
+METRICS = ("default", "frequentist")
+#: Lists longer than this (failed questions, unscorable lines) are cut on the page, saying so.
+LIST_LIMIT = 100
+
+
+class ReportInputError(ValueError):
+    """A PATH the report cannot read, named with the reason."""
+
+
+@dataclass
+class FieldRow:
+    """One question of a tuple: what it says, what the forecaster said, what the arbitrageur would set."""
+
+    field: str
+    meaning: str
+    title: str
+    prob: float
+    price: float | None
+
+
+@dataclass
+class WorstTuple:
+    line: int
+    profit: float  # guaranteed arbitrage profit, nats
+    frequentist: float
+    passed: bool
+    rows: list[FieldRow]
+
+
+@dataclass
+class CheckResult:
+    check: Check
+    lines: int
+    scored: int
+    unscorable: int
+    stats: dict[str, dict[str, Any]]  # metric -> MetricStats fields (avg_violation, ci95, fraction_violated...)
+    violations: dict[str, np.ndarray]  # metric -> one value per scored tuple
+    worst: list[WorstTuple]
+
+
+@dataclass
+class Accuracy:
+    """Scores against resolutions (``consistency.scores.proper``), with bootstrap 95% intervals."""
+
+    n: int
+    brier: float
+    brier_ci: tuple[float, float] | None
+    log_bits: float
+    log_ci: tuple[float, float] | None
+    base_rate: float
+    calibration: proper.CalibrationTable
+    calibration_error: float
+    murphy: proper.MurphyDecomposition
+    unresolved: int
+
+
+@dataclass
+class Run:
+    path: Path
+    name: str
+    source: str
+    key: str  # forecasters with one key are one row of the comparison (e.g. a tuple run and a ground-truth run)
+    info: dict[str, str]
+    checks: list[CheckResult] = field(default_factory=list)
+    forecaster: dict[str, Any] | None = None  # as recorded: forecaster_class, full_forecaster_config
+    accuracy: Accuracy | None = None
+    failures: list[str] = field(default_factory=list)  # first LIST_LIMIT question failures, with reasons
+    n_failures: int = 0
+    unscorable: list[str] = field(default_factory=list)  # first LIST_LIMIT unscorable lines
+    n_unscorable: int = 0
+
+    def aggregate(self, metric: str, key: str = "avg_violation") -> float | None:
+        """Mean over checks of each check's mean violation (or ``fraction_violated``), as ``cc score``'s aggregate."""
+        values = [c.stats[metric][key] for c in self.checks if c.stats[metric][key] is not None]
+        return float(np.mean(values)) if values else None
+
+
+def gather(paths: list[str], top: int = 5) -> list[Run]:
+    """One :class:`Run` per PATH; ``NAME=PATH`` names the forecaster (and pairs runs that share a name).
+
+    A directory holding none of the known layouts but subdirectories that do (``cc score`` over several
+    runs, the paper's ``forecasts/``) stands for those subdirectories."""
+    runs = []
+    for raw in paths:
+        name, path = _split_name(raw)
+        if path.is_dir() and not _recognised(path):
+            subdirs = sorted(d for d in path.iterdir() if d.is_dir() and _recognised(d))
+            if subdirs and name is None:
+                runs += [read_run(d, None, top) for d in subdirs]
+                continue
+        runs.append(read_run(path, name, top))
+    return runs
+
+
+def _recognised(path: Path) -> bool:
+    known = ("run.json", "summary.json", "ground_truth_results.jsonl")
+    return any((path / f).is_file() for f in known) or any(is_checker_file(p) for p in path.glob("*.jsonl"))
+
+
+def _split_name(raw: str) -> tuple[str | None, Path]:
+    if "=" in raw and not Path(raw).exists():
+        name, _, rest = raw.partition("=")
+        return name, Path(rest)
+    return None, Path(raw)
+
+
+def read_run(path: Path, name: str | None = None, top: int = 5) -> Run:
+    """Read one PATH, whatever it holds; raises :class:`ReportInputError` naming it when it holds nothing usable."""
+    if not path.exists():
+        raise ReportInputError(f"{path}: no such file or directory")
+    if path.is_file():
+        if path.name == "ground_truth_results.jsonl":
+            return _ground_truth_dir(path.parent, name, path)
+        return _forecasts(path, name, top)
+    if (path / "run.json").is_file():
+        meta = _json(path / "run.json")
+        if meta.get("kind") == "ground_truth":
+            return _ground_truth_dir(path, name, path / "ground_truth_results.jsonl", meta)
+        return _scored_dir(path, name, top, meta)
+    if (path / "ground_truth_results.jsonl").is_file():
+        return _ground_truth_dir(path, name, path / "ground_truth_results.jsonl")
+    summary = path / "summary.json"
+    if summary.is_file() and "checks" in _json(summary):
+        return _scored_dir(path, name, top, None)
+    if any(is_checker_file(p) for p in path.glob("*.jsonl")):
+        return _forecasts(path, name, top)
+    raise ReportInputError(
+        f"{path}: not a run directory (run.json), a `cc score` output (summary.json), "
+        "nor a directory of <Checker>.jsonl forecasts or ground_truth_results.jsonl"
+    )
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReportInputError(f"{path}: cannot read it as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ReportInputError(f"{path}: expected a JSON object")
+    return data
+
+
+# --------------------------------------------------------------------------- who made it
+
+
+def _identity(forecaster: dict[str, Any] | None, fallback: str) -> tuple[str, str, str]:
+    """(display name, pairing key, models) of ``{forecaster_class, full_forecaster_config}``.
+
+    Runs with a recorded forecaster pair when its class and whole configuration are equal (two
+    ``constant`` forecasters with different ``p`` stay apart); runs known only by a directory name
+    pair as ``cc correlate`` pairs them (:func:`consistency.scores.sources.pair_key`)."""
+    if not forecaster:
+        return fallback, fallback, "—"
+    cls = str(forecaster.get("forecaster_class") or forecaster.get("name") or fallback)
+    config = forecaster.get("full_forecaster_config") or {}
+    models = [str(config[k]) for k in ("model", "extractor", "members") if config.get(k)]
+    key = cls + json.dumps(config, sort_keys=True, default=str)
+    if models:
+        label = f"{cls} ({', '.join(models)})"
+    else:  # no model to tell forecasters of one class apart: their options do
+        options = ", ".join(f"{k}={v}" for k, v in sorted(config.items()) if isinstance(v, (int, float, str)))
+        label = f"{cls} ({options[:60]})" if options else cls
+    return label, key, ", ".join(models) or "—"
+
+
+def _run_info(meta: dict[str, Any], models: str) -> dict[str, str]:
+    forecaster = meta.get("forecaster") or {}
+    totals = meta.get("totals") or {}
+    bench = meta.get("benchmark") or {}
+    options = " ".join(f"-F {k}={v}" for k, v in (meta.get("forecaster_options") or {}).items())
+    info = {
+        "forecaster": f"{meta.get('forecaster_spec', '—')} {options}".strip(),
+        "class and config": f"{forecaster.get('forecaster_class', '—')} "
+        + json.dumps(forecaster.get("full_forecaster_config") or {}, sort_keys=True, default=str),
+        "models": models,
+    }
+    if meta.get("kind") == "ground_truth":
+        info["questions file"] = str(meta.get("questions_file", "—"))
+    else:
+        info["benchmark"] = f"{bench.get('tuples') or 'bundled benchmark'}; checks {', '.join(bench.get('checks', []))}"
+        info["fingerprint"] = str(bench.get("fingerprint", "—"))
+        info["limit, seed"] = f"{bench.get('limit')}, {bench.get('seed')}"
+    info["date"] = f"{meta.get('started', '—')} → {meta.get('ended', '—')} ({meta.get('status', '?')})"
+    info["questions"] = str(meta.get("questions", "—"))
+    info["failed questions"] = str(meta.get("failed_questions", 0))
+    info["calls"] = f"{totals.get('calls', 0)} ({totals.get('failures', 0)} failed, {totals.get('retries', 0)} retries)"
+    info["cache hits"] = str(totals.get("cache_hits", 0))
+    info["tokens"] = f"{totals.get('prompt_tokens', 0)} in + {totals.get('completion_tokens', 0)} out"
+    cost = totals.get("cost")
+    unpriced = totals.get("unpriced_calls") or 0
+    info["cost"] = ("—" if cost is None else f"${cost:.4f}") + (f" ({unpriced} calls unpriced)" if unpriced else "")
+    info["version"] = f"consistency {meta.get('consistency_version', '?')}" + (
+        f", commit {str(meta['git_commit'])[:10]}" if meta.get("git_commit") else ""
+    )
+    return info
+
+
+def _paper_config(path: Path) -> dict[str, Any] | None:
+    """The paper's ``config.jsonl`` (first line) or ``stats_full_forecaster_config.json`` beside its forecasts."""
+    config = path / "config.jsonl"
+    if config.is_file():
+        for _, obj in iter_json_lines(config):
+            if isinstance(obj, dict):
+                return obj
+    return None
+
+
+# --------------------------------------------------------------------------- consistency
+
+
+def _scored_dir(path: Path, name: str | None, top: int, meta: dict[str, Any] | None) -> Run:
+    """Our scored lines (a run directory or ``cc score`` output): statistics as recorded in summary.json."""
+    summary_path = path / "summary.json"
+    if not summary_path.is_file():  # a run interrupted before its first scoring: score what is there
+        run = _forecasts(path, name, top)
+        run.source = "cc evaluate run (not scored yet)"
+        return run
+    summary = _json(summary_path)
+    if meta is not None:
+        label, key, models = _identity(meta.get("forecaster"), path.name)
+        info = _run_info(meta, models)
+        source = "cc evaluate run (tuples)"
+    else:  # a `cc score` output: the forecaster of the one run it scored, else its directory's name
+        inputs = [Path(i) for i in summary.get("inputs") or []]
+        scored = inputs[0] / "run.json" if len(inputs) == 1 else None
+        if scored is not None and scored.is_file():
+            label, key, _ = _identity(_json(scored).get("forecaster"), path.name)
+        else:
+            label, key = path.name, pair_key(path.name)
+        info = {
+            "inputs": ", ".join(summary.get("inputs", [])),
+            "date": str(summary.get("created", "—")),
+            "version": f"consistency {summary.get('consistency_version', '?')}",
+        }
+        source = "cc score output"
+    params = summary.get("parameters") or {}
+    info["parameters"] = ", ".join(f"{k}={v}" for k, v in params.items())
+    run = Run(path, name or label, source, name or key, info)
+    run.forecaster = (meta or {}).get("forecaster")
+    for class_name, entry in summary.get("checks", {}).items():
+        try:
+            check = get_check(entry.get("check", class_name))
+        except KeyError:
+            raise ReportInputError(f"{summary_path}: unknown check {entry.get('check', class_name)!r}") from None
+        file = path / f"{check.class_name}.jsonl"
+        violations, worst = _read_scored_lines(file, check, top) if file.is_file() else (_empty(), [])
+        run.checks.append(
+            CheckResult(
+                check,
+                int(entry.get("lines", 0)),
+                int(entry.get("scored", 0)),
+                int(entry.get("unscorable", 0)),
+                {m: entry[m] for m in METRICS},
+                violations,
+                worst,
+            )
+        )
+    _order(run)
+    errors = summary.get("errors", [])
+    run.n_unscorable = len(errors)
+    run.unscorable = [_error_text(e) for e in errors[:LIST_LIMIT]]
+    failures = summary.get("failures", [])
+    run.n_failures = len(failures)
+    run.failures = [_failure_text(f) for f in failures[:LIST_LIMIT]]
+    return run
+
+
+def _empty() -> dict[str, np.ndarray]:
+    return {m: np.zeros(0) for m in METRICS}
+
+
+def _order(run: Run) -> None:
+    order = {c.name: i for i, c in enumerate(all_checks())}
+    run.checks.sort(key=lambda c: order.get(c.check.name, len(order)))
+
+
+def _error_text(e: dict[str, Any]) -> str:
+    where = f"{e.get('path')}:{e.get('line')}"
+    return f"{where}: {e['field']}: {e.get('message')}" if e.get("field") else f"{where}: {e.get('message')}"
+
+
+def _failure_text(f: dict[str, Any]) -> str:
+    return f"{f.get('title') or f.get('question_id')}: {f.get('error')}"
+
+
+def _rows(check: Check, line: dict[str, Any], prices: dict[str, float] | list[float] | None) -> list[FieldRow]:
+    rows = []
+    for i, name in enumerate(check.field_names):
+        entry = line.get(name) or {}
+        question = entry.get("question") or {}
+        price = None
+        if isinstance(prices, dict):
+            price = prices.get(name)
+        elif prices is not None:
+            price = prices[i]
+        rows.append(
+            FieldRow(
+                name,
+                check.fields[name],
+                str(question.get("title", "?")),
+                float((entry.get("forecast") or {}).get("prob", np.nan)),
+                None if price is None else float(price),
+            )
+        )
+    return rows
+
+
+def _read_scored_lines(file: Path, check: Check, top: int) -> tuple[dict[str, np.ndarray], list[WorstTuple]]:
+    """Every tuple's violations, and the ``top`` largest arbitrage violations written out, in one pass."""
+    arb: list[float] = []
+    freq: list[float] = []
+    heap: list[tuple[float, int, WorstTuple]] = []
+    for number, obj in iter_json_lines(file):
+        if not isinstance(obj, dict):
+            continue
+        data = obj.get("violation_data") or {}
+        try:
+            v = float(data["default"]["violation"])
+            z = float(data["frequentist"]["violation"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        arb.append(v)
+        freq.append(z)
+        if top > 0 and v > 0 and (len(heap) < top or v > heap[0][0]):
+            item = WorstTuple(
+                number,
+                v,
+                z,
+                bool(data["default"].get("check", True)),
+                _rows(check, obj.get("line") or {}, data["default"].get("arbitrage_prices")),
+            )
+            entry = (v, -number, item)
+            if len(heap) < top:
+                heapq.heappush(heap, entry)
+            else:
+                heapq.heapreplace(heap, entry)
+    worst = [item for _, _, item in sorted(heap, key=lambda e: (-e[0], -e[1]))]
+    return {"default": np.array(arb), "frequentist": np.array(freq)}, worst
+
+
+def _forecasts(path: Path, name: str | None, top: int) -> Run:
+    """Forecast files without our statistics (the paper's): scored as ``cc score`` scores them."""
+    directory = path if path.is_dir() else path.parent
+    config = _paper_config(directory)
+    label, key, models = _identity(config, directory.name if path.is_dir() else path.stem)
+    key = key if config else pair_key(label)
+    info = {
+        "forecaster": label,
+        "class and config": json.dumps((config or {}).get("full_forecaster_config") or {}, default=str),
+        "models": models,
+        "files": ", ".join(p.name for p in forecast_files([path])),
+        "scored by": "cc score's code (recomputed; the files' own violation_data is not used)",
+    }
+    report = score_path(path, ScoreParams())
+    info["parameters"] = ", ".join(f"{k}={v}" for k, v in report.params.model_dump().items())
+    source = "published forecasts" if config else "forecast files"
+    run = Run(path, name or label, source, name or key, info)
+    for scored in report.files:
+        run.checks.append(_scored_file(scored, top))
+    _order(run)
+    errors = report.errors
+    run.n_unscorable = len(errors)
+    run.unscorable = [str(e) for e in errors[:LIST_LIMIT]]
+    return run
+
+
+def _scored_file(scored: ScoredFile, top: int) -> CheckResult:
+    scores = scored.scores
+    values = scores.values("default")
+    order = np.argsort(-values, kind="stable")[:top]
+    order = [int(i) for i in order if values[i] > 0]
+    wanted = {scored.line_numbers[i]: i for i in order}
+    found: dict[int, WorstTuple] = {}
+    for number, obj in _lines(scored.path, set(wanted)):
+        i = wanted[number]
+        prices = scores.arbitrage.prices[i].tolist()
+        rows = _rows(scored.check, obj.get("line") or {}, prices)
+        for row, p in zip(rows, scores.probs[i], strict=True):
+            row.prob = float(p)
+        threshold = scores.params.threshold("default")
+        found[number] = WorstTuple(
+            number, float(values[i]), float(scores.frequentist[i]), not values[i] > threshold, rows
+        )
+    stats = scored.stats()
+    return CheckResult(
+        scored.check,
+        scored.n_lines,
+        len(scored.line_numbers),
+        scored.n_bad_lines,
+        {m: stats[m].model_dump() for m in METRICS},
+        {m: np.asarray(scores.values(m)) for m in METRICS},
+        [found[scored.line_numbers[i]] for i in order if scored.line_numbers[i] in found],
+    )
+
+
+def _lines(path: Path, numbers: set[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+    if not numbers:
+        return
+    for number, obj in iter_json_lines(path):
+        if number in numbers and isinstance(obj, dict):
+            yield number, obj
+
+
+# --------------------------------------------------------------------------- accuracy
+
+
+def _ground_truth_dir(path: Path, name: str | None, results: Path, meta: dict[str, Any] | None = None) -> Run:
+    """A ground-truth run (ours or the paper's): scores recomputed from the per-question results file."""
+    summary_path = path / "ground_truth_summary.json"
+    summary = _json(summary_path) if summary_path.is_file() else {}
+    if meta is not None:
+        label, key, models = _identity(meta.get("forecaster"), path.name)
+        info = _run_info(meta, models)
+        source = "cc evaluate run (ground truth)"
+    else:
+        paper = {k: summary[k] for k in ("forecaster", "full_forecaster_config") if k in summary}
+        if "forecaster" in paper:
+            paper["forecaster_class"] = paper.pop("forecaster")
+        label, key, models = _identity(paper or None, path.name)
+        key = key if paper else pair_key(label)
+        info = {
+            "forecaster": label,
+            "class and config": json.dumps(paper.get("full_forecaster_config") or {}, default=str),
+            "models": models,
+            "questions": str(summary.get("total_questions", "—")),
+        }
+        source = "published ground truth" if paper else "ground-truth results"
+    run = Run(path, name or label, source, name or key, info)
+    if not results.is_file():
+        raise ReportInputError(f"{results}: missing; a ground-truth run writes it when it finishes scoring")
+    rows = read_ground_truth(results, forecaster=run.name)
+    resolved = [r for r in rows if r["resolution"] is not None]
+    p = np.array([float(r["prob"]) for r in resolved])
+    y = np.array([float(r["resolution"]) for r in resolved])
+    if len(p):
+        run.accuracy = accuracy(p, y, unresolved=len(rows) - len(resolved))
+    failures = summary.get("failures", []) if meta is not None else []
+    run.n_failures = len(failures)
+    run.failures = [_failure_text(f) for f in failures[:LIST_LIMIT]]
+    unreadable = summary.get("unreadable_lines", []) if meta is not None else []
+    run.n_unscorable = len(unreadable)
+    run.unscorable = [str(u) for u in unreadable[:LIST_LIMIT]]
+    return run
+
+
+def accuracy(p: np.ndarray, y: np.ndarray, *, unresolved: int = 0, bins: int = 10) -> Accuracy:
+    """Brier and log score (bits, as the paper stores them) with intervals; calibration; exact Murphy terms."""
+    brier = proper.brier(p, y)
+    log_bits = proper.log_loss(p, y, base=2)
+
+    def ci(values: np.ndarray) -> tuple[float, float] | None:
+        return bootstrap_mean_ci(values) if len(values) > 1 else None
+
+    return Accuracy(
+        n=len(p),
+        brier=float(brier.mean()),
+        brier_ci=ci(brier),
+        log_bits=float(log_bits.mean()),
+        log_ci=ci(log_bits),
+        base_rate=float(y.mean()),
+        calibration=proper.calibration_table(p, y, bins),
+        calibration_error=proper.expected_calibration_error(p, y, bins),
+        murphy=proper.murphy_decomposition(p, y, bins=None),
+        unresolved=unresolved,
+    )
