@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
-from test_scores_cli import write_noisy_run
+from test_accuracy_cli import write_noisy_run
 from typer.testing import CliRunner
 
+from consistency.accuracy.sources import pair_key
 from consistency.cli import app
 from consistency.datasets import sample_dir
 from consistency.jsonl import iter_json_lines
-from consistency.scores.sources import pair_key
 
 NOISE = {"alpha": 0.02, "beta-1": 0.08, "gamma": 0.15, "delta": 0.25, "eps": 0.35}
 

@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
 
+from consistency.accuracy import proper
 from consistency.datasets import benchmark_dir, sample_dir
 from consistency.evaluation import RunOptions, evaluate
 from consistency.evaluation.ground_truth import evaluate_questions
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
+from consistency.metrics.forecast_files import score_path, write_report
 from consistency.report import ReportInputError, make_report
-from consistency.scores import proper
-from consistency.scoring import score_path, write_report
 from consistency.testing import Fault, ScriptedServer, every_nth, probability_rule
 
 CC = Path(sys.executable).parent / "cc"

@@ -2,15 +2,15 @@
 
 Runs of one forecaster are paired by their key (its class and configuration, or the ``NAME=`` given on
 the command line), so a tuple run and a ground-truth run of the same forecaster make one row. The
-correlation is :func:`consistency.scores.versus.consistency_vs_brier`, the code of ``cc correlate``.
+correlation is :func:`consistency.accuracy.versus.consistency_vs_brier`, the code of ``cc correlate``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..scores.inputs import ScoreInputError
-from ..scores.versus import Correlation, consistency_vs_brier
+from ..accuracy.inputs import ScoreInputError
+from ..accuracy.versus import Correlation, consistency_vs_brier
 from .gather import METRICS, Run
 
 

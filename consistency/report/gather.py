@@ -4,7 +4,7 @@ A PATH is a ``cc evaluate`` run directory (tuple or ground-truth mode), a ``cc s
 directory, or the paper's published forecast or ground-truth directory. Our own directories already
 hold scored lines and statistics (``summary.json``), which are read as written (no second bootstrap
 over 100,000 tuples); forecast files that carry no statistics of ours (the paper's) are scored with
-:func:`consistency.scoring.score_path`, exactly as ``cc score`` would. Only the worst ``top`` tuples
+:func:`consistency.metrics.forecast_files.score_path`, exactly as ``cc score`` would. Only the worst ``top`` tuples
 per check keep their questions; every tuple keeps its two violations, for the distributions.
 """
 
@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from ..accuracy import proper
+from ..accuracy.sources import pair_key
+from ..accuracy.table import read_ground_truth
 from ..checks import Check, all_checks, get_check
 from ..jsonl import iter_json_lines
 from ..metrics import bootstrap_mean_ci
-from ..scores import proper
-from ..scores.sources import pair_key
-from ..scores.table import read_ground_truth
-from ..scoring import ScoredFile, ScoreParams, forecast_files, is_checker_file, score_path
+from ..metrics.forecast_files import ScoredFile, ScoreParams, forecast_files, is_checker_file, score_path
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class CheckResult:
 
 @dataclass
 class Accuracy:
-    """Scores against resolutions (``consistency.scores.proper``), with bootstrap 95% intervals."""
+    """Scores against resolutions (``consistency.accuracy.proper``), with bootstrap 95% intervals."""
 
     n: int
     brier: float
@@ -181,7 +181,7 @@ def _identity(forecaster: dict[str, Any] | None, fallback: str) -> tuple[str, st
 
     Runs with a recorded forecaster pair when its class and whole configuration are equal (two
     ``constant`` forecasters with different ``p`` stay apart); runs known only by a directory name
-    pair as ``cc correlate`` pairs them (:func:`consistency.scores.sources.pair_key`)."""
+    pair as ``cc correlate`` pairs them (:func:`consistency.accuracy.sources.pair_key`)."""
     if not forecaster:
         return fallback, fallback, "—"
     cls = str(forecaster.get("forecaster_class") or forecaster.get("name") or fallback)
