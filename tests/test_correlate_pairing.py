@@ -13,7 +13,7 @@ from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
 from test_accuracy_cli import write_noisy_run
 from typer.testing import CliRunner
 
-from consistency.accuracy.sources import pair_key
+from consistency.accuracy.pairing import pair_key
 from consistency.cli import app
 from consistency.datasets import sample_dir
 from consistency.jsonl import iter_json_lines

@@ -106,7 +106,7 @@ def _load(paths: list[Path], batches: str, duplicates: str) -> ForecastTable:
         if batches == "none":
             table.batch[:] = ""
         elif batches == "split":
-            from ..accuracy.sources import split_name
+            from ..accuracy.pairing import split_name
 
             names = {n: split_name(n) for n in set(table.forecaster.tolist())}
             table.batch = np.array([names[n][1] for n in table.forecaster], dtype=object)
