@@ -95,7 +95,8 @@ def identity_of(directory: str | Path, inputs: Sequence[str | Path] = ()) -> Ide
     forecaster of its own takes that of the one run it scored."""
     directory = Path(directory)
     mine = forecaster_record(directory)
-    scored = Path(inputs[0]) if len(inputs) == 1 else None
+    own_run = (directory / "run.json").is_file()  # a run directory's summary lists its benchmark as input
+    scored = Path(inputs[0]) if len(inputs) == 1 and not own_run else None
     theirs = forecaster_record(scored) if scored is not None else None
     recorded = mine or theirs
     names = [_name(mine), _name(theirs), scored.name if scored is not None else None, directory.name]
