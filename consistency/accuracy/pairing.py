@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..jsonl import read_json_object
+
 _SPLIT = re.compile(r"(_tuples(_[a-z0-9]+)*|_\d{8}_\d{8})$")
 
 
@@ -70,7 +72,7 @@ def forecaster_record(directory: str | Path) -> dict[str, Any] | None:
     """What a directory records about its forecaster: ``run.json``'s ``forecaster`` (``cc evaluate`` runs), the
     paper's ``config.jsonl`` (first line) or ``ground_truth_summary.json`` (``forecaster`` = its class)."""
     directory = Path(directory)
-    run = _json(directory / "run.json")
+    run = read_json_object(directory / "run.json")
     if run is not None:
         recorded = run.get("forecaster")
         return recorded if isinstance(recorded, dict) else None
@@ -81,7 +83,7 @@ def forecaster_record(directory: str | Path) -> dict[str, Any] | None:
             return first
     except (OSError, UnicodeDecodeError, ValueError):
         pass
-    summary = _json(directory / "ground_truth_summary.json")
+    summary = read_json_object(directory / "ground_truth_summary.json")
     if summary is not None and summary.get("forecaster"):
         return {
             "forecaster_class": summary["forecaster"],
@@ -170,11 +172,3 @@ def _label(ident: Identity) -> str:
 def _name(recorded: Mapping[str, Any] | None) -> str | None:
     name = recorded.get("name") if recorded else None
     return str(name) if name else None
-
-
-def _json(path: Path) -> dict | None:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return obj if isinstance(obj, dict) else None

@@ -12,13 +12,13 @@ published ``BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped`` pairs with
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ..jsonl import read_json_object
 from . import proper
 from .inputs import ScoreInputError
 from .pairing import Identity, identity, identity_of, match
@@ -56,19 +56,11 @@ class Sources:
     duplicates: int = 0  # repeated forecasts merged by the duplicates policy
 
 
-def _json(path: Path) -> dict | None:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
 def read_consistency(path: str | Path) -> ConsistencyRun:
     """A ``cc score``/``cc evaluate`` output directory (or its ``summary.json``)."""
     path = Path(path)
     summary_path = path / "summary.json" if path.is_dir() else path
-    summary = _json(summary_path)
+    summary = read_json_object(summary_path)
     if summary is None or not isinstance(summary.get("checks"), dict):
         raise ScoreInputError(f"{summary_path}: not a `cc score` summary (run `cc score` on the forecasts first)")
     directory = summary_path.parent
@@ -87,7 +79,7 @@ def read_consistency(path: str | Path) -> ConsistencyRun:
 
 
 def _is_consistency(path: Path) -> bool:
-    summary = _json(path)
+    summary = read_json_object(path)
     return summary is not None and isinstance(summary.get("checks"), dict) and "aggregate" in summary
 
 
@@ -150,7 +142,7 @@ def find_sources(paths: Sequence[str | Path], duplicates: str = "error") -> Sour
 
 
 def _add_summary(found: Sources, path: Path) -> None:
-    summary = _json(path)
+    summary = read_json_object(path)
     if summary is None or "avg_brier_score" not in summary:
         raise ScoreInputError(f"{path}: not a ground-truth summary (no avg_brier_score)")
     brier = summary["avg_brier_score"]
