@@ -1,4 +1,4 @@
-"""Ranking-method speed: ``python benchmarks/bench_scores.py``.
+"""Ranking-method speed: ``python benchmarks/bench_accuracy.py``.
 
 Prints
     difficulty_fit_s=<t> difficulty_peak_gb=<m>
