@@ -257,3 +257,38 @@ def test_a_key_passed_as_an_option_is_not_written_to_the_run(tmp_path, monkeypat
     evaluate(f"{path}::Keyed", forecaster_options={"api_key": secret}, checks=["neg"], limit=2, out=tmp_path / "r")
     for file in (tmp_path / "r").iterdir():
         assert secret not in file.read_text(), file.name
+
+
+def test_a_resume_keeps_the_recorded_options_unless_given_again(tmp_path):
+    """A first run with --no-cache and --max-attempts 1: a bare --resume keeps both (no cache file appears,
+    a 500 is not retried); an option that changes what the run measures is refused with one sentence;
+    a call option given again is used, said, and kept for later resumes."""
+    cache = tmp_path / "cache" / "responses.sqlite"
+    broken = every_nth(probability_rule(), 3, Fault.server_error(500))
+    with ScriptedServer(broken) as srv:
+        spec = srv.model_spec()
+        first = ["evaluate", "-f", spec, "-c", "neg", "-n", "6", "-o", "run", "--no-cache", "--max-attempts", "1"]
+        assert runner.invoke(app, first).exit_code == 0
+        assert not cache.exists()
+        failed = json.loads((tmp_path / "run" / "summary.json").read_text())["questions"]["failed"]
+        asked = srv.count
+        again = runner.invoke(app, ["evaluate", "--resume", "run"])
+        assert again.exit_code == 0, again.output
+        assert not cache.exists()  # the cache stayed off
+        assert srv.count - asked == failed  # each failed question asked once: max_attempts 1 was kept
+        meta = json.loads((tmp_path / "run" / "run.json").read_text())
+        assert meta["llm"]["cache"] is False and meta["llm"]["max_attempts"] == 1
+        asked = srv.count
+        for conflict, flag in ((["-n", "2"], "--limit"), (["-c", "cond"], "--checks"), (["-f", "constant"], "-f")):
+            refused = runner.invoke(app, ["evaluate", "--resume", "run", *conflict])
+            assert refused.exit_code == 2
+            said = " ".join(refused.output.split())
+            assert said.startswith("error --") and flag.lstrip("-")[0] in said and "a resume finishes a run" in said
+        assert srv.count == asked  # refused before any call
+        same = runner.invoke(app, ["evaluate", "--resume", "run", *first[1:9], "--cache", "--max-attempts", "4"])
+        assert same.exit_code == 0, same.output
+        said = " ".join(same.output.split())
+        assert "--cache: the response cache is on from this resume on (the run had it off)" in said
+        assert "--max-attempts 4: used from this resume on (the run had 1)" in said
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["llm"]["cache"] is True and meta["llm"]["max_attempts"] == 4

@@ -46,6 +46,25 @@ class RunOptions:
     on_record: Callable[[dict[str, Any]], None] | None = None
 
 
+def recorded_options(options: RunOptions) -> dict[str, Any]:
+    """How a session runs, as ``run.json`` keeps it: a resume starts from what the last session used."""
+    return {
+        "llm": options.llm.model_dump(mode="json"),
+        "run_options": {"concurrency": options.concurrency, "timeout": options.timeout},
+    }
+
+
+def options_of(meta: dict[str, Any]) -> RunOptions:
+    """The options ``run.json`` recorded (runs from before ``run_options`` was kept get the defaults)."""
+    run = meta.get("run_options") or {}
+    defaults = RunOptions()
+    return RunOptions(
+        concurrency=run.get("concurrency", defaults.concurrency),
+        timeout=run.get("timeout", defaults.timeout),
+        llm=LLMSettings.model_validate(meta.get("llm", {})),
+    )
+
+
 @dataclass
 class Tally:
     """Live counts for progress displays."""
@@ -159,7 +178,7 @@ def drive(
     if options.on_start is not None:
         options.on_start(tally)
     opened = sessions.begin(run.read(), run.path / TRANSCRIPT, run.journal)
-    run.update(**opened, status="running", questions=len(asks))
+    run.update(**opened, status="running", questions=len(asks), **recorded_options(options))
     llm = LLM(options.llm, transcript=run.path / TRANSCRIPT)
     status, fatal = "interrupted", None
     did = {"asked": 0, "answered": 0, "failed": 0}
