@@ -27,7 +27,7 @@ from consistency.forecasters import BasicForecaster
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
 from consistency.metrics.forecast_files import score_path
-from consistency.testing import Fault, ScriptedServer, every_nth, probability_rule
+from consistency.testing import Fault, Reply, ScriptedServer, every_nth, probability_rule
 
 FAST = LLMSettings(timeout=5, max_backoff=0.05, max_connections=16)
 RESULT_FILES = ("summary.json", "forecasts.jsonl")
@@ -292,3 +292,15 @@ def test_a_resume_keeps_the_recorded_options_unless_given_again(tmp_path):
         assert "--max-attempts 4: used from this resume on (the run had 1)" in said
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["llm"]["cache"] is True and meta["llm"]["max_attempts"] == 4
+
+
+def test_answers_cut_at_the_token_limit_are_recorded_failures_with_the_reason(tmp_path):
+    def always_cut(request):
+        return Reply.json({"reasoning": "the answer ran", "prob": 0.4}, finish_reason="length")
+
+    with ScriptedServer(always_cut) as srv:
+        result = evaluate(srv.model_spec(), checks=["neg"], limit=2, out=tmp_path / "run", options=RunOptions(llm=FAST))
+        assert srv.count == 2 * result.meta["questions"]  # each asked once more with room, no more
+    assert len(result.failures) == result.meta["questions"]
+    assert {f["error"] for f in result.failures} == {"answer truncated at 1024 tokens"}
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "complete"

@@ -360,3 +360,48 @@ def test_stale_cache_entry_is_asked_again():
         second = run(go(Strict))
     assert first.ok and not second.ok and not second.cache_hit
     assert srv.count == 2
+
+
+def _cut_below(room: int, text: bool = False):
+    """A model that runs out of tokens unless the request allows at least ``room``."""
+
+    def rule(request):
+        cut = (request.body.get("max_tokens") or 0) < room
+        if text:
+            return Reply.text("Weighing the evid", finish_reason="length") if cut else Reply.text("Probability: 0.3")
+        answer = {"reasoning": "cut" if cut else "complete", "prob": 0.3}
+        return Reply.json(answer, finish_reason="length" if cut else None)
+
+    return rule
+
+
+def test_an_answer_cut_at_the_token_limit_is_asked_once_more_with_room(tmp_path):
+    with ScriptedServer(_cut_below(1000)) as srv:
+
+        async def go():
+            async with LLM(settings(cache=False), transcript=tmp_path / "t.jsonl") as llm:
+                return await llm.structured(srv.model_spec(), question(1), Answer)
+
+        result = run(go())
+        assert [r.body.get("max_tokens") for r in srv.requests] == [None, 1024]
+        billed = srv.billed
+    assert result.ok and result.value.reasoning == "complete"
+    line = json.loads((tmp_path / "t.jsonl").read_text())
+    assert line["attempts"] == 2  # both answers, the cut one included, are on record and billed
+    assert line["usage"]["completion_tokens"] == billed["completion_tokens"]
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["structured", "text"])
+def test_an_answer_still_cut_is_a_failure_saying_so(text):
+    with ScriptedServer(_cut_below(10**6, text)) as srv:
+
+        async def go():
+            async with LLM(settings(cache=False, max_answer_tokens=3000)) as llm:
+                ask = llm.text(srv.model_spec(), question(1), max_tokens=2000) if text else None
+                ask = ask or llm.structured(srv.model_spec(), question(1), Answer, max_tokens=2000)
+                return await ask, llm.stats.failures
+
+        result, failures = run(go())
+        assert [r.body.get("max_tokens") for r in srv.requests] == [2000, 3000]
+    assert not result.ok and result.error == "answer truncated at 3000 tokens" and failures == 1
+    assert result.raw  # the partial answer is kept for the record
