@@ -14,7 +14,15 @@ from consistency.llm import LLM, LLMSettings, parse_model_spec
 from consistency.llm.fatal import FatalError
 from consistency.llm.limits import RateLimiter
 from consistency.llm.specs import ModelSpecError
-from consistency.testing import Fault, Reply, ScriptedServer, faults_then, probability_for, probability_rule
+from consistency.testing import (
+    Fault,
+    Reply,
+    ScriptedServer,
+    faults_then,
+    probability_for,
+    probability_rule,
+    together,
+)
 
 SECRET = "sk-test-SECRETVALUE1234567890"
 
@@ -203,16 +211,17 @@ def test_cost_limit_stops_new_calls(tmp_path, monkeypatch):
 
 
 def test_concurrency_is_bounded_per_model():
-    with ScriptedServer(probability_rule(), latency=0.2) as srv:
+    """16 calls with --max-connections 4: the first 4 are held until all 4 have arrived (so 4 at once were
+    sent), and the server never had more than 4 in flight. Counted by the server, not timed."""
+    with ScriptedServer(together(probability_rule(), 4), latency=0.05) as srv:
 
         async def go():
-            async with LLM(settings(max_connections=4)) as llm:
-                start = time.perf_counter()
-                await ask_all(srv.model_spec(), 16, llm)
-                return time.perf_counter() - start
+            async with LLM(settings(max_connections=4, timeout=60)) as llm:
+                return await ask_all(srv.model_spec(), 16, llm)
 
-        elapsed = run(go())
-    assert 0.75 <= elapsed < 2.5  # 16 calls, 4 at a time, 0.2 s each
+        results = run(go())
+        assert srv.max_in_flight == 4 and srv.count == 16
+    assert all(r.ok for r in results)
 
 
 def test_transcript_records_every_call_without_secrets(tmp_path):
@@ -276,7 +285,7 @@ def test_rate_limiter_waits_without_blocking():
         assert ticker.done()  # the loop kept running while we waited
         return time.perf_counter() - start
 
-    assert 0.08 <= run(go()) < 0.5
+    assert run(go()) >= 0.08  # it waited for the refill (a loaded machine only makes this longer)
 
 
 def test_env_file_supplies_keys(tmp_path, monkeypatch):

@@ -5,7 +5,17 @@ from a rule (deterministic forecasts by default) and which can inject faults: ra
 hangs, malformed bodies and dropped connections. ``python -m consistency.testing`` serves it.
 """
 
-from .replies import FAULT_KINDS, Fault, Reply, Rule, ScriptedRequest, every_nth, faults_then, random_faults
+from .replies import (
+    FAULT_KINDS,
+    Fault,
+    Reply,
+    Rule,
+    ScriptedRequest,
+    every_nth,
+    faults_then,
+    random_faults,
+    together,
+)
 from .rules import hypocritical_probability, hypocritical_rule, probability_for, probability_rule, schema_rule, sequence
 from .server import DEFAULT_MODEL, ScriptedServer
 
@@ -26,4 +36,5 @@ __all__ = [
     "random_faults",
     "schema_rule",
     "sequence",
+    "together",
 ]

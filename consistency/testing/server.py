@@ -20,7 +20,7 @@ import logging
 import struct
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
@@ -146,6 +146,7 @@ class ScriptedServer:
         self._attempts: dict[str, int] = {}
         self._next_index = 0
         self._billed = {"prompt_tokens": 0, "completion_tokens": 0}
+        self._in_flight = self._max_in_flight = 0
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -187,6 +188,24 @@ class ScriptedServer:
         with self._lock:
             return dict(self._billed)
 
+    @property
+    def max_in_flight(self) -> int:
+        """The most model requests (chat, embeddings) being answered at once since start or ``reset()``:
+        what a client's concurrency limit is checked against, with no clock involved."""
+        with self._lock:
+            return self._max_in_flight
+
+    @contextlib.contextmanager
+    def _serving(self) -> Iterator[None]:
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
     def reset(self) -> None:
         """Forget recorded requests, attempt counts, billed tokens and the arrival index (``sequence`` restarts)."""
         with self._lock:
@@ -194,6 +213,7 @@ class ScriptedServer:
             self._attempts.clear()
             self._next_index = 0
             self._billed = dict.fromkeys(self._billed, 0)
+            self._max_in_flight = self._in_flight
 
     def _record(self, body: dict[str, Any]) -> ScriptedRequest:
         messages = body["messages"]
@@ -448,7 +468,8 @@ class ScriptedServer:
             raise _HTTPError(400, f"We could not parse the JSON body of your request: {exc}", "invalid_json") from None
         if not isinstance(payload, dict):
             raise _HTTPError(400, "The request body must be a JSON object.", "invalid_json")
-        return await handler(payload, conn, reader)
+        with self._serving():
+            return await handler(payload, conn, reader)
 
     async def _health(self) -> _Response:
         return _json_response(200, {"status": "ok"})
