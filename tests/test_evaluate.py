@@ -304,3 +304,26 @@ def test_answers_cut_at_the_token_limit_are_recorded_failures_with_the_reason(tm
     assert len(result.failures) == result.meta["questions"]
     assert {f["error"] for f in result.failures} == {"answer truncated at 1024 tokens"}
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "complete"
+
+
+def test_time_queued_for_the_models_slots_does_not_count_against_the_forecast_timeout(tmp_path):
+    """One slot (as the bundled model has 4), 0.3 s per answer and a 1.5 s forecast timeout: questions
+    queued far longer than 1.5 s behind the others are answered; the one whose answer hangs times out,
+    and the ones queued behind it are answered after it."""
+    hang = Fault.hang(30)
+
+    def rule(request):
+        return hang if request.index == 2 else probability_rule()(request)
+
+    slow = LLMSettings(timeout=60, max_backoff=0.05, max_connections=1, max_attempts=1)
+    with ScriptedServer(rule, latency=0.3) as srv:
+        result = evaluate(
+            srv.model_spec(),
+            checks=["neg"],
+            limit=6,
+            out=tmp_path / "run",
+            options=RunOptions(llm=slow, concurrency=32, timeout=1.5),
+        )
+        assert srv.max_in_flight == 1
+    assert result.meta["questions"] == 12  # about 4 s of queue for the last one, against 1.5 s of timeout
+    assert [f["error"] for f in result.failures] == ["timed out after 1.5 s"]

@@ -42,6 +42,7 @@ from .limits import RateLimiter
 from .retry import backoff_wait, transient_status
 from .secrets import api_key, optional_key, redact
 from .specs import ModelSpec, parse_model_spec
+from .waiting import slot, waited
 
 log = logging.getLogger(__name__)
 # instructor logs every failed attempt at ERROR; we retry those and report failures ourselves.
@@ -327,7 +328,7 @@ class LLM:
     ) -> LLMResult:
         attempts = 0
         retrying = self.retrying(ep.spec)
-        async with ep.semaphore:
+        async with slot(ep.semaphore):  # queued: not counted against a forecast's timeout
             # Checked once a slot is free, so calls queued behind the limit are not made either.
             self.breaker.check()
             refused = self._over_budget()
@@ -340,10 +341,10 @@ class LLM:
                         if attempts > 1 and ep.spec.provider == "local":
                             await ep.follow_local_server()
                         if ep.rpm:
-                            await ep.rpm.acquire()
+                            await waited(ep.rpm.acquire())
                         estimate = _estimate_tokens(messages, params)
                         if ep.tpm:
-                            await ep.tpm.acquire(estimate)
+                            await waited(ep.tpm.acquire(estimate))
                         result = await self._once(ep, messages, response_model, params)
                         if result.truncated_at is not None:
                             result = await self._ask_longer(ep, messages, response_model, params, result)
