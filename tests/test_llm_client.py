@@ -384,12 +384,13 @@ def _cut_below(room: int, text: bool = False):
     return rule
 
 
-def test_an_answer_cut_at_the_token_limit_is_asked_once_more_with_room(tmp_path):
+@pytest.mark.parametrize("mode", ["", "?mode=json_schema"], ids=["tools", "json_schema"])
+def test_an_answer_cut_at_the_token_limit_is_asked_once_more_with_room(tmp_path, mode):
     with ScriptedServer(_cut_below(1000)) as srv:
 
         async def go():
             async with LLM(settings(cache=False), transcript=tmp_path / "t.jsonl") as llm:
-                return await llm.structured(srv.model_spec(), question(1), Answer)
+                return await llm.structured(srv.model_spec() + mode, question(1), Answer)
 
         result = run(go())
         assert [r.body.get("max_tokens") for r in srv.requests] == [None, 1024]
