@@ -18,6 +18,7 @@ import csv
 import io
 import json
 import logging
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -145,6 +146,10 @@ def _row_error(where: str, message: str) -> LineError:
     return LineError(path, int(number), f"line.{slot.strip('()')}" if slot else None, message)
 
 
+#: The usual resolutions, read without numpy (a row at a time adds up over millions of rows).
+_RESOLUTIONS = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0, 1: 1.0, 0: 0.0}
+
+
 def _row(r: dict) -> tuple | str:
     """One row's typed values, or why it cannot be used."""
     for name in ("forecaster", "question_id", "prob"):
@@ -155,12 +160,15 @@ def _row(r: dict) -> tuple | str:
         return "prob must be a probability in [0, 1]"
     resolution, value = np.nan, r.get("resolution")
     if value not in (None, "", "null", "None"):
-        try:
-            resolution = outcomes([value])[0]
-        except ScoreInputError:
-            return f"resolution {value!r} is not yes/no, true/false or 1/0"
+        key = value.strip().lower() if isinstance(value, str) else value
+        resolution = _RESOLUTIONS.get(key) if isinstance(key, (str, int, float)) else None
+        if resolution is None:  # numpy scalars and the like: the general (slower) reading
+            try:
+                resolution = outcomes([value])[0]
+            except ScoreInputError:
+                return f"resolution {value!r} is not yes/no, true/false or 1/0"
     weight = _float(r.get("weight"), 1.0)
-    if not (np.isfinite(weight) and weight >= 0):
+    if not (math.isfinite(weight) and weight >= 0):
         return "weight must be a non-negative number"
     market = _float(r.get("market_prob"), np.nan)
     if market < 0 or market > 1:
