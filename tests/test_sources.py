@@ -274,3 +274,25 @@ def test_n_counts_written_questions_when_a_detail_page_fails(tmp_path):
         report = run("manifold", srv, tmp_path / "mf.jsonl", ScrapeOptions(status="all"), n=2)
     assert report.written == 2 and report.skipped["detail page unusable"] == 1
     assert [q["metadata"]["source_id"] for q in lines(tmp_path / "mf.jsonl")] == ["m2", "m7"]
+
+
+def test_resume_reads_unusable_pages_again(tmp_path):
+    """A listing page that failed after its retries (here the first one, then a middle one) or a
+    detail page that failed is tried again by --resume; nothing is lost and nothing doubled."""
+    from consistency.testing.web import bulk_data
+
+    once = HttpSettings(max_backoff=0.05, timeout=5, max_attempts=2)
+    for failing in (0, 10):
+        out = tmp_path / f"bulk{failing}.jsonl"
+        faults = {("manifold", failing): ["500", "500"]}
+        if failing:  # and a detail page on the first run
+            faults[("manifold-market", "bulk25")] = ["500", "500"]
+        with WebFixture(bulk_data(30), page_cap=10, faults=faults) as srv:
+            first = run("manifold", srv, out, ScrapeOptions(), http=once)
+            state = json.loads(first.state_path.read_text())
+            resumed = run("manifold", srv, out, ScrapeOptions(), http=once, resume=True)
+        assert first.written <= (19 if failing else 0)  # a failed first page ended the listing
+        assert resumed.written == 30 - first.written and not resumed.bad_pages
+        assert [0, failing] in [b["position"] for b in state["bad_pages"]]
+        ids = [q["metadata"]["source_id"] for q in lines(out)]
+        assert sorted(ids) == sorted(f"bulk{i}" for i in range(30)) and len(ids) == 30

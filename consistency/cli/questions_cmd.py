@@ -283,6 +283,8 @@ def scrape_cmd(
     )
     for bad in report.bad_pages:
         out.print(f"  unusable page: {escape(bad.url)}: {escape(bad.reason)}")
+    if any(bad.position is not None for bad in report.bad_pages):
+        out.print("  --resume reads the listing again from the first unusable page (the rest from the page cache)")
 
 
 @app.command("news")

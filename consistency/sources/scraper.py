@@ -121,6 +121,8 @@ def market_probability(open_now: bool, prob: Any) -> dict[str, Any]:
 class BadPage:
     url: str
     reason: str
+    #: the listing page (query index, offset) it came from: ``resume`` reads from there again
+    position: tuple[int, int] | None = None
 
 
 @dataclass
@@ -206,7 +208,13 @@ async def scrape(
                 "rerun without --resume or with the same options"
             )
         query_index, offset = state["query_index"], state["offset"]
-        report.bad_pages = [BadPage(**b) for b in state.get("bad_pages", [])]
+        bad = [BadPage(**b) for b in state.get("bad_pages", [])]
+        # unusable pages are tried again: the listing is read from the first of them on (pages read
+        # before come from the page cache, questions written before count as already there)
+        again = [tuple(b.position) for b in bad if b.position is not None]
+        report.bad_pages = [b for b in bad if b.position is None]
+        if again:
+            query_index, offset = min([(query_index, offset), *again])
     queries = source.queries(opts)
     now = now or datetime.now(UTC)
 
@@ -240,20 +248,20 @@ async def scrape(
                         raise FatalHTTPError(exc.url, f"{hint()} (HTTP {exc.status})", exc.status) from None
                     raise
                 except FetchError as exc:
-                    return BadPage(exc.url, exc.reason)
+                    return BadPage(exc.url, exc.reason, (qi, off))
                 except (ValueError, KeyError, TypeError) as exc:
-                    return BadPage(full_url(url, params), f"not a {source.name} page: {exc}")
+                    return BadPage(full_url(url, params), f"not a {source.name} page: {exc}", (qi, off))
 
-            async def finish(q: ForecastingQuestion) -> ForecastingQuestion | Skip:
+            async def finish(q: ForecastingQuestion, here: tuple[int, int]) -> ForecastingQuestion | Skip:
                 try:
                     return await source.complete(q, web, base)
                 except MalformedPage as exc:
-                    report.bad_pages.append(BadPage(exc.url, exc.reason))
+                    report.bad_pages.append(BadPage(exc.url, exc.reason, here))
                     return Skip("detail page unusable")
                 except FatalHTTPError:
                     raise
                 except FetchError as exc:
-                    report.bad_pages.append(BadPage(exc.url, exc.reason))
+                    report.bad_pages.append(BadPage(exc.url, exc.reason, here))
                     return Skip("detail page unavailable")
 
             # Pages are fetched by a producer running ahead of the parsing: once the page size is
@@ -283,7 +291,7 @@ async def scrape(
                                     t.cancel()
                                 inflight.clear()
                                 step, ahead = size, here + size
-                            await queue.put((result, items, (qi, here + size) if more else (qi + 1, 0)))
+                            await queue.put((result, items, (qi, here), (qi, here + size) if more else (qi + 1, 0)))
                             if not more:
                                 for _, t in inflight:
                                     t.cancel()
@@ -299,7 +307,7 @@ async def scrape(
                 while (entry := await queue.get()) is not None:
                     if isinstance(entry, Exception):
                         raise entry
-                    result, items, next_pos = entry
+                    result, items, page_pos, next_pos = entry
                     report.pages += 1
                     if isinstance(result, BadPage):
                         report.bad_pages.append(result)
@@ -326,7 +334,7 @@ async def scrape(
                         take = candidates if n is None else candidates[: n - report.written]
                         candidates = candidates[len(take) :]
                         kept = []
-                        for q in await asyncio.gather(*(finish(q) for q in take)):
+                        for q in await asyncio.gather(*(finish(q, page_pos) for q in take)):
                             if isinstance(q, Skip):
                                 report.skipped[str(q)] += 1
                             else:
