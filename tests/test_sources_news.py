@@ -186,3 +186,34 @@ def test_bad_articles_file_names_file_and_line(tmp_path):
     (tmp_path / "a.jsonl").write_text(f"{good}\n{bad}\n")
     proc = cc(tmp_path, "questions", "news", "--articles", "a.jsonl", "--out", "n.jsonl", "--model", "x::y")
     assert proc.returncode == 2 and "a.jsonl:2: url: missing required field" in proc.stderr
+
+
+def test_articles_whose_model_calls_failed_are_read_again_on_resume(tmp_path):
+    """An outage while reading an article records the failure; the next run reads that article
+    again instead of counting it as done (its questions were never made)."""
+    from consistency.testing import Fault
+
+    out, down = tmp_path / "news.jsonl", {"on": True}
+
+    def flaky(request):
+        if down["on"] and request.tool_name == "Suitability" and "Space agency" in request.last_user_text:
+            return Fault.server_error()
+        return rule(request)
+
+    with ScriptedServer(flaky) as srv:
+
+        async def go():
+            async with LLM(LLMSettings(timeout=5, max_attempts=1, cache=False)) as llm:
+                first = await questions_from_news(articles(), out, llm, srv.model_spec(), horizon_days=120)
+                down["on"] = False
+                again = await questions_from_news(articles(), out, llm, srv.model_spec(), horizon_days=120)
+                return first, again
+
+        first, again = asyncio.run(go())
+    titles = sorted(json.loads(line)["title"] for line in out.read_text().splitlines())
+    assert first.written == 1 and first.rejected["suitable"] == 2  # the budget article, and the failed call
+    assert again.already == 2 and again.written == 1
+    assert titles == [
+        "Will the central bank cut its policy rate by September 30, 2024?",
+        "Will the crewed mission launch by August 31, 2024?",
+    ]

@@ -269,12 +269,13 @@ async def questions_from_news(
     concurrency: int = 8,
 ) -> NewsReport:
     """Questions from each article not handled before, appended to ``out``; rejects (with the step
-    and reason) to ``*.rejects.jsonl``. Resumable: articles already met in either file are skipped."""
+    and reason) to ``*.rejects.jsonl``. Resumable: articles already met in either file are skipped,
+    except those whose every record there is a failed model call (an outage): they are read again."""
     report = NewsReport(Path(out), rejects_path_for(Path(out)), articles=len(articles))
     judge = verifier_model or model
     with AppendLog(report.path) as accepted, AppendLog(report.rejects_path) as rejects:
         done = {(q.get("metadata") or {}).get("article_url") for q in accepted.existing}
-        done |= {r.get("article_url") for r in rejects.existing}
+        done |= {r.get("article_url") for r in rejects.existing if not r.get("failed")}
         todo = [a for a in articles if a.url not in done]
         written = {q.get("id") for q in accepted.existing}
 
@@ -286,14 +287,15 @@ async def questions_from_news(
 
         report.already = len(articles) - len(todo)
 
-        def reject(article: Article, step: str, reason: str, title: str | None = None) -> None:
-            rejects.append({"article_url": article.url, "title": title, "step": step, "reason": reason})
+        def reject(article: Article, step: str, reason: str, title: str | None = None, failed: bool = False) -> None:
+            record = {"article_url": article.url, "title": title, "step": step, "reason": reason}
+            rejects.append(record | ({"failed": True} if failed else {}))  # a failed call: retried on resume
             report.rejected[step] += 1
 
         async def verified(article: Article, q: ForecastingQuestion) -> bool:
             verdict = await verify_question(llm, judge, q)
             if isinstance(verdict, str):
-                reject(article, "verify", verdict, q.title)
+                reject(article, "verify", verdict, q.title, failed=True)
                 return False
             q.metadata["verification"] = verdict.model_dump()
             if verdict.score < threshold:
@@ -306,13 +308,13 @@ async def questions_from_news(
             result = await llm.structured(model, [{"role": "user", "content": render("news_suitable", **fields)}],
                                           Suitability)  # fmt: skip
             if not result.ok or not result.value.suitable:
-                reject(article, "suitable", result.error or result.value.reasons)
+                reject(article, "suitable", result.error or result.value.reasons, failed=not result.ok)
                 return
             latest = article.published_at.date() + timedelta(days=horizon_days)
             prompt = render("news_questions", n=str(per_article), latest=str(latest), **fields)
             result = await llm.structured(model, [{"role": "user", "content": prompt}], ProposedQuestions)
             if not result.ok:
-                reject(article, "propose", result.error or "")
+                reject(article, "propose", result.error or "", failed=True)
                 return
             meta = {"article_url": article.url, "article_title": article.title,
                     "article_date": article.published_at.isoformat(), "article_source": article.source}  # fmt: skip
@@ -336,7 +338,7 @@ async def questions_from_news(
                 prompt = render("news_span", n=str(span), question=question_block(q))
                 spun = await llm.structured(model, [{"role": "user", "content": prompt}], SpannedQuestions)
                 if not spun.ok:
-                    reject(article, "span", spun.error or "", q.title)
+                    reject(article, "span", spun.error or "", q.title, failed=True)
                     continue
                 for s in spun.value.questions[:span]:
                     variant = q.model_copy(
