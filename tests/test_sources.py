@@ -64,6 +64,8 @@ EXPECTED_101 = {
         "actual_resolve_time": "2024-05-31T12:00:00Z",
         "scraped_at": "2024-09-01T00:00:00+00:00",
         "final_prob": 0.3,
+        "market_prob": 0.5,  # a week before the close: the final value has moved towards the answer
+        "market_prob_at": "2024-05-23T12:00:00+00:00",
     },
     "resolution": True,
 }
@@ -87,7 +89,8 @@ def test_metaculus_lines_skips_retries_and_a_truncated_page(tmp_path, monkeypatc
         "resolution_date": "2024-06-30T12:00:00Z",
         "url": "https://www.metaculus.com/questions/102/",
         "metadata": {**EXPECTED_101["metadata"], "source_id": "102", "question_id": 100102,
-                     "close_time": "2024-06-29T12:00:00Z", "actual_resolve_time": "2024-06-30T12:00:00Z"},
+                     "close_time": "2024-06-29T12:00:00Z", "actual_resolve_time": "2024-06-30T12:00:00Z",
+                     "market_prob_at": "2024-06-22T12:00:00+00:00"},
         "resolution": False,
     }  # fmt: skip
     # 111-113 sat on the truncated page; 114-116 come after it
@@ -145,6 +148,7 @@ def test_manifold_skips_details_and_open_markets(tmp_path):
         "source_id": "m1", "volume": 500.0, "traders": 12, "liquidity": 100.0,
         "close_time": "2024-05-31T12:00:00+00:00", "resolve_time": "2024-05-31T15:00:00+00:00",
         "scraped_at": "2024-09-01T00:00:00+00:00", "final_prob": 0.4, "topics": ["fixture"],
+        "market_prob": 0.5, "market_prob_at": "2024-05-24T12:00:00+00:00",
     }  # fmt: skip
     assert dict(report.skipped) == {
         "resolved to a probability (MKT)": 1,
@@ -296,3 +300,36 @@ def test_resume_reads_unusable_pages_again(tmp_path):
         assert [0, failing] in [b["position"] for b in state["bad_pages"]]
         ids = [q["metadata"]["source_id"] for q in lines(out)]
         assert sorted(ids) == sorted(f"bulk{i}" for i in range(30)) and len(ids) == 30
+
+
+def test_resolved_questions_get_the_market_probability_before_the_close(tmp_path, monkeypatch):
+    """The final community/market probability leaks the answer (0.97 for a YES): ``market_prob`` is the
+    value ``market_lead_days`` before the close, read from the history (Metaculus) or the bets (Manifold)."""
+    from consistency.testing.web import FixtureData, manifold_market
+
+    monkeypatch.setenv("METACULUS_TOKEN", TOKEN)
+    d = timedelta(days=1)
+    data = FixtureData(
+        metaculus=[metaculus_post(1, "Will U happen by July 2024?", resolution="yes", resolve=T0 + 60 * d,
+                                  created=T0 - 60 * d, cp=0.97, early_cp=0.35)],
+        manifold=[manifold_market("u1", "Will V happen by July 2024?", resolution="NO", close=T0 + 60 * d,
+                                  created=T0 - 60 * d, prob=0.02)],
+    )  # fmt: skip
+    with WebFixture(data) as srv:
+        run("metaculus", srv, tmp_path / "m.jsonl")
+        run("manifold", srv, tmp_path / "f.jsonl")
+        bets = [q for p, q, _ in srv.hits if p.endswith("/v0/bets")]
+        none = ScrapeOptions(market_lead_days=0)
+        run("metaculus", srv, tmp_path / "m0.jsonl", none)
+        run("manifold", srv, tmp_path / "f0.jsonl", none)
+        after = [q for p, q, _ in srv.hits if p.endswith("/v0/bets")]
+    meta, mani = lines(tmp_path / "m.jsonl")[0]["metadata"], lines(tmp_path / "f.jsonl")[0]["metadata"]
+    assert (meta["final_prob"], meta["market_prob"]) == (0.97, 0.35)
+    assert meta["market_prob_at"] == (T0 + 52 * d).isoformat()  # closed a day before resolving, minus 7 days
+    assert (mani["final_prob"], mani["market_prob"]) == (0.02, 0.5)
+    assert mani["market_prob_at"] == (T0 + 53 * d).isoformat()
+    assert bets == [{"contractId": "u1", "beforeTime": str(int((T0 + 53 * d).timestamp() * 1000)),
+                     "order": "desc", "limit": "20"}]  # fmt: skip
+    for name in ("m0.jsonl", "f0.jsonl"):  # --market-lead-days 0: the final value only, no extra request
+        assert "market_prob" not in lines(tmp_path / name)[0]["metadata"]
+    assert after == bets

@@ -216,6 +216,10 @@ def scrape_cmd(
     min_traders: Annotated[int | None, typer.Option(help="Manifold: fewest distinct traders kept.")] = None,
     search: Annotated[str | None, typer.Option(help="Only questions matching this text.")] = None,
     min_days: Annotated[float, typer.Option(help="Drop questions resolving sooner than this after creation.")] = 3.0,
+    market_lead_days: Annotated[
+        float,
+        typer.Option(help="Closed questions: market_prob is the probability this many days before closing (0: none)."),
+    ] = 7.0,
     resume: Annotated[bool, typer.Option(help="Carry on from where the last run on --out stopped.")] = False,
     base_url: Annotated[str | None, typer.Option(help="API root (a mirror, or a local fixture server).")] = None,
     rpm: Annotated[
@@ -244,6 +248,7 @@ def scrape_cmd(
         resolved_before=_day_option(resolved_before, "--resolved-before"),
         created_after=_day_option(created_after, "--created-after"), min_forecasters=min_forecasters,
         min_volume=min_volume, min_traders=min_traders, search=search, min_days=min_days,
+        market_lead_days=market_lead_days,
     )  # fmt: skip
     src = SOURCES[source]()
     http = HttpSettings(

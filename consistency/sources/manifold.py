@@ -12,7 +12,17 @@ from typing import Any
 
 from ..models import ForecastingQuestion
 from .http import MalformedPage, WebClient, full_url
-from .scraper import ScrapeOptions, Skip, join_body, list_page, market_probability, ms_datetime, question_id
+from .scraper import (
+    ScrapeOptions,
+    Skip,
+    join_body,
+    list_page,
+    market_before_close,
+    market_cutoff,
+    market_probability,
+    ms_datetime,
+    question_id,
+)
 
 _RESOLUTIONS = {"YES": True, "NO": False}
 
@@ -88,6 +98,9 @@ class Manifold:
             "scraped_at": now.isoformat(),
             **market_probability(open_now, m.get("probability")),
         }
+        cutoff = None if open_now else market_cutoff(opts, close, resolved)
+        if cutoff is not None:  # the price then is read from the market's bets by complete()
+            metadata["market_prob_at"] = cutoff.isoformat()
         return ForecastingQuestion(
             id=question_id(self.name, str(m["id"])),
             title=str(m.get("question") or "").strip(),
@@ -108,4 +121,27 @@ class Manifold:
         q.body = join_body(("", detail.get("textDescription")))
         if detail.get("groupSlugs"):
             q.metadata["topics"] = list(detail["groupSlugs"])
+        at = q.metadata.pop("market_prob_at", None)
+        if at is not None:
+            price = await self._price_at(web, base_url, market_id, at)
+            q.metadata |= market_before_close(price, datetime.fromisoformat(at))
         return q
+
+    async def _price_at(self, web: WebClient, base_url: str, market_id: str, at: str) -> float | None:
+        """The market's probability at ``at``: after the last bet placed before then (None without one)."""
+        cutoff = int(datetime.fromisoformat(at).timestamp() * 1000)
+        url = f"{base_url}/v0/bets"
+        params = {"contractId": market_id, "beforeTime": cutoff, "order": "desc", "limit": 20}
+        bets = await web.get_json(url, params)
+        if not isinstance(bets, list):
+            raise MalformedPage(full_url(url, params), "expected a list of bets")
+        placed = [
+            b
+            for b in bets
+            if isinstance(b, dict)
+            and not b.get("isRedemption")
+            and isinstance(b.get("createdTime"), int | float)
+            and b["createdTime"] < cutoff
+            and isinstance(b.get("probAfter"), int | float)
+        ]
+        return max(placed, key=lambda b: b["createdTime"])["probAfter"] if placed else None

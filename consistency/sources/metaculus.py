@@ -13,7 +13,16 @@ from typing import Any
 from ..llm.secrets import optional_key
 from ..models import ForecastingQuestion
 from .http import WebClient
-from .scraper import ScrapeOptions, Skip, iso_datetime, join_body, market_probability, question_id
+from .scraper import (
+    ScrapeOptions,
+    Skip,
+    iso_datetime,
+    join_body,
+    market_before_close,
+    market_cutoff,
+    market_probability,
+    question_id,
+)
 
 TOKEN_VARIABLE = "METACULUS_TOKEN"
 _RESOLUTIONS = {"yes": True, "no": False}
@@ -84,7 +93,8 @@ class Metaculus:
         resolve = iso_datetime(q.get("scheduled_resolve_time") or post.get("scheduled_resolve_time"))
         created = iso_datetime(q.get("open_time") or post.get("published_at") or post.get("created_at"))
         close = iso_datetime(q.get("scheduled_close_time") or post.get("scheduled_close_time"))
-        latest = (((q.get("aggregations") or {}).get("recency_weighted") or {}).get("latest")) or {}
+        aggregation = (q.get("aggregations") or {}).get("recency_weighted") or {}
+        latest = aggregation.get("latest") or {}
         centers = latest.get("centers") or [None]
         open_now = raw is None and (close is None or close > now)
         metadata = {
@@ -97,6 +107,11 @@ class Metaculus:
             "scraped_at": now.isoformat(),
             **market_probability(open_now, centers[0]),
         }
+        if not open_now:  # the final value has moved towards the answer: the one before the close instead
+            ended = (iso_datetime(q.get(k)) for k in ("actual_close_time", "actual_resolve_time"))
+            cutoff = market_cutoff(opts, close, *ended)
+            if cutoff is not None:
+                metadata |= market_before_close(_center_at(aggregation, cutoff), cutoff)
         return ForecastingQuestion(
             id=question_id(self.name, post_id),
             title=(q.get("title") or post.get("title") or "").strip(),
@@ -115,3 +130,14 @@ class Metaculus:
 
     async def complete(self, q: ForecastingQuestion, web: WebClient, base_url: str) -> ForecastingQuestion | Skip:
         return q
+
+
+def _center_at(aggregation: dict[str, Any], moment: datetime) -> Any:
+    """The community prediction in force at ``moment``: the aggregation entry that began last before it."""
+    when = moment.timestamp()
+    entries = [*(aggregation.get("history") or []), aggregation.get("latest") or {}]
+    began = [e for e in entries if isinstance(e, dict) and isinstance(e.get("start_time"), int | float)]
+    before = [e for e in began if e["start_time"] <= when]
+    if not before:
+        return None
+    return (max(before, key=lambda e: e["start_time"]).get("centers") or [None])[0]

@@ -50,6 +50,9 @@ class ScrapeOptions(BaseModel):
     min_traders: int | None = None
     search: str | None = None
     min_days: float = 3.0  # questions resolving sooner than this after creation are dropped (as the paper did)
+    #: a closed question's ``market_prob`` is the probability this many days before it closed or
+    #: resolved (whichever came first), read from the source's history; 0: none (``final_prob`` only)
+    market_lead_days: float = 7.0
 
 
 class Skip(str):
@@ -115,6 +118,21 @@ def market_probability(open_now: bool, prob: Any) -> dict[str, Any]:
     if not 0.0 <= value <= 1.0:
         return {}
     return {"market_prob": value} if open_now else {"final_prob": value}
+
+
+def market_cutoff(opts: ScrapeOptions, *times: datetime | None) -> datetime | None:
+    """When a closed question's leak-free ``market_prob`` is read: ``market_lead_days`` before the
+    earliest of its close and resolution times (None when the option is 0 or no time is known)."""
+    known = [t for t in times if t is not None]
+    if opts.market_lead_days <= 0 or not known:
+        return None
+    return min(known) - timedelta(days=opts.market_lead_days)
+
+
+def market_before_close(prob: Any, at: datetime) -> dict[str, Any]:
+    """``market_prob`` as read before the close (with when), or nothing when it is not a probability."""
+    found = market_probability(True, prob)
+    return found | {"market_prob_at": at.isoformat()} if found else {}
 
 
 @dataclass

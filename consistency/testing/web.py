@@ -49,8 +49,10 @@ def metaculus_post(
     kind: str = "binary",
     forecasters: int = 40,
     cp: float = 0.3,
+    early_cp: float = 0.5,
 ) -> dict[str, Any]:
-    """A ``/api/posts/`` result: the post and its one question (``kind``: a question type or ``group``)."""
+    """A ``/api/posts/`` result: the post and its one question (``kind``: a question type or ``group``).
+    The community prediction is ``early_cp`` from the opening until two days before the resolution, then ``cp``."""
     status = "resolved" if resolution is not None else "open"
     post: dict[str, Any] = {
         "id": pid,
@@ -84,7 +86,8 @@ def metaculus_post(
             "recency_weighted": {
                 "latest": {"start_time": (resolve - timedelta(days=2)).timestamp(), "end_time": None,
                            "centers": [cp], "forecaster_count": forecasters},
-                "history": [],
+                "history": [{"start_time": created.timestamp(), "end_time": (resolve - timedelta(days=2)).timestamp(),
+                             "centers": [early_cp], "forecaster_count": forecasters // 2}],
             }
         },
     }  # fmt: skip
@@ -333,6 +336,8 @@ class WebFixture(ScriptedServer):
             return self._page("metaculus", self._metaculus(query), query, path)
         if path == "/manifold/v0/search-markets":
             return self._page("manifold", self._manifold(query), query, path)
+        if path == "/manifold/v0/bets":
+            return self._bets(query)
         if path.startswith("/manifold/v0/market/"):
             mid = path.rsplit("/", 1)[1]
             return self._detail(mid)
@@ -414,6 +419,25 @@ class WebFixture(ScriptedServer):
         if ("manifold-market", mid) in self.broken:
             raw = raw[: len(raw) // 2]
         return Response(200, raw)
+
+    def _bets(self, query: dict[str, str]) -> Response:
+        """A market's bets, newest first: one a day after its creation (to 0.5), one an hour before
+        its close (to its final probability)."""
+        market = next((m for m in self.data.manifold if m["id"] == query.get("contractId")), None)
+        if market is None:
+            return json_response(200, [])
+        hour = 3600 * 1000
+        bets = [
+            {"id": f"{market['id']}-b{i}", "contractId": market["id"], "createdTime": when, "outcome": "YES",
+             "amount": 10, "probBefore": before, "probAfter": after, "isRedemption": False}
+            for i, (when, before, after) in enumerate([
+                (market["closeTime"] - hour, 0.5, market["probability"]),
+                (market["createdTime"] + 24 * hour, 0.5, 0.5),
+            ])
+        ]  # fmt: skip
+        if query.get("beforeTime"):
+            bets = [b for b in bets if b["createdTime"] < int(query["beforeTime"])]
+        return json_response(200, bets[: int(query.get("limit") or 1000)])
 
     def _news(self, query: dict[str, str], headers: dict[str, str]) -> Response:
         if headers.get("x-api-key") != NEWS_KEY:
