@@ -333,3 +333,18 @@ def test_resolved_questions_get_the_market_probability_before_the_close(tmp_path
     for name in ("m0.jsonl", "f0.jsonl"):  # --market-lead-days 0: the final value only, no extra request
         assert "market_prob" not in lines(tmp_path / name)[0]["metadata"]
     assert after == bets
+
+
+def test_bad_out_and_a_damaged_position_file_are_one_sentence(tmp_path):
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "q.jsonl.scrape.json").write_text('{"source": "manifold", "query_ind')
+    with WebFixture() as srv:
+        base = ["questions", "scrape", "manifold", "--base-url", srv.url_for("manifold"), "--rpm", "0"]
+        into_dir = cc(tmp_path, *base, "--out", "adir")
+        damaged = cc(tmp_path, *base, "--out", "q.jsonl", "--resume")
+    resolve = cc(tmp_path, "questions", "resolve", "q.jsonl", "--out", "adir", "-m", "openai/gpt-4o-mini")
+    for proc in (into_dir, resolve):
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert "is a directory; give a JSONL file" in " ".join(proc.stderr.split())
+    assert damaged.returncode == 2 and "Traceback" not in damaged.stderr
+    assert "q.jsonl.scrape.json: not a scrape position" in damaged.stderr

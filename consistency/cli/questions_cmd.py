@@ -19,7 +19,17 @@ from .llm_command import LLMArgs, llm_command, print_usage, run_calls, shared_op
 
 app = typer.Typer(help="Make and check base questions for a benchmark.", no_args_is_help=True)
 
-Out = Annotated[Path, typer.Option("--out", "-o", help="Questions JSONL (appended; rerun to resume).")]
+
+def _file_out(path: Path | None) -> Path | None:
+    """--out names a file: a directory there is one clear error before any work (not a traceback after it)."""
+    if path is not None and path.is_dir():
+        raise typer.BadParameter(f"{path} is a directory; give a JSONL file")
+    return path
+
+
+Out = Annotated[
+    Path, typer.Option("--out", "-o", help="Questions JSONL (appended; rerun to resume).", callback=_file_out)
+]
 Created = Annotated[str | None, typer.Option("--created", help="Creation date of the questions (default: today).")]
 ResolveBy = Annotated[str, typer.Option("--resolve-by", help="Latest resolution date (YYYY-MM-DD).")]
 Count = Annotated[int, typer.Option("-n", help="How many questions to make.")]
@@ -400,7 +410,8 @@ def news_cmd(
 def resolve_cmd(
     questions: Annotated[Path, typer.Argument(help="Questions JSONL.")],
     out_path: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Where to write (default: <name>.resolved.jsonl).")
+        Path | None,
+        typer.Option("--out", "-o", help="Where to write (default: <name>.resolved.jsonl).", callback=_file_out),
     ] = None,
     as_of: Annotated[str | None, typer.Option(help="Resolve questions due by this day (default: today).")] = None,
     votes: Annotated[int, typer.Option(help="Model answers per question; the majority of yes/no wins.")] = 1,

@@ -219,8 +219,13 @@ async def scrape(
     fingerprint = _fingerprint(source.name, base, opts)
     query_index, offset = 0, 0
     if resume and report.state_path.exists():
-        state = json.loads(report.state_path.read_text(encoding="utf-8"))
-        if state.get("fingerprint") != fingerprint:
+        try:
+            state = json.loads(report.state_path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(
+                f"{report.state_path}: not a scrape position ({exc}); delete it to start over (written questions stay)"
+            ) from None
+        if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
             raise ValueError(
                 f"{report.state_path} was written by a scrape with other options or source; "
                 "rerun without --resume or with the same options"
