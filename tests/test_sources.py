@@ -348,3 +348,35 @@ def test_bad_out_and_a_damaged_position_file_are_one_sentence(tmp_path):
         assert "is a directory; give a JSONL file" in " ".join(proc.stderr.split())
     assert damaged.returncode == 2 and "Traceback" not in damaged.stderr
     assert "q.jsonl.scrape.json: not a scrape position" in damaged.stderr
+
+
+def test_a_long_page_is_written_a_batch_at_a_time(tmp_path, monkeypatch):
+    """Manifold pages hold 1,000 markets, each needing its own requests: questions are written as
+    batches complete, so an interrupted run keeps them (here: the scrape is stopped mid-page)."""
+    from consistency.sources import scraper
+    from consistency.testing.web import bulk_data
+
+    monkeypatch.setattr(scraper, "COMPLETE_BATCH", 10)
+    out = tmp_path / "mf.jsonl"
+    written = []
+
+    def stop_mid_page(report):  # called after each page: count what is on disk meanwhile
+        written.append(len(out.read_text().splitlines()))
+
+    with WebFixture(bulk_data(35), latency=0.0) as srv:
+        source = SOURCES["manifold"]()
+        done = {"n": 0}
+        original = source.complete
+
+        async def slow(q, web, base):
+            done["n"] += 1
+            if done["n"] == 25:  # mid-page: the first two batches are on disk by now
+                assert len(out.read_text().splitlines()) == 20
+                raise RuntimeError("stopped")  # as a Ctrl-C or a kill would
+            return await original(q, web, base)
+
+        source.complete = slow
+        with pytest.raises(RuntimeError, match="stopped"):
+            asyncio.run(scrape(source, out, ScrapeOptions(), base_url=srv.url_for("manifold"), now=NOW, http=FAST,
+                               on_page=stop_mid_page))  # fmt: skip
+    assert len(lines(out)) == 20 and not written

@@ -283,6 +283,9 @@ def scrape_cmd(
         except FatalHTTPError as exc:
             err.print(f"[red]error[/red] {escape(exc.reason)} ({escape(exc.url)})")
             raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            err.print(f"interrupted: the questions written stay in {escape(str(out_path))}; --resume carries on")
+            raise typer.Exit(130) from None
         except ValueError as exc:
             err.print(f"[red]error[/red] {escape(str(exc))}")
             raise typer.Exit(2) from None

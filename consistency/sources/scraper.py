@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 NAMESPACE = uuid.UUID("6b1f3c52-9d0e-4a7b-8f41-3e2d5c7a9b10")
 
 Status = Literal["resolved", "open", "all"]
+#: Questions of a page completed (detail requests) before they are written: an interrupted run keeps them.
+COMPLETE_BATCH = 50
 
 
 class ScrapeOptions(BaseModel):
@@ -351,10 +353,11 @@ async def scrape(
                         else:
                             seen.add(q.id)
                             candidates.append(q)
-                    # completed (e.g. a detail page each) no more than -n still needs; a failed one
-                    # makes room for the next candidate of the page
+                    # completed (e.g. a detail page each) no more than -n still needs, a batch at a time
+                    # so a long page is written as it goes; a failed one makes room for the next candidate
                     while candidates and (n is None or report.written < n):
-                        take = candidates if n is None else candidates[: n - report.written]
+                        batch = COMPLETE_BATCH if n is None else min(COMPLETE_BATCH, n - report.written)
+                        take = candidates[:batch]
                         candidates = candidates[len(take) :]
                         kept = []
                         for q in await asyncio.gather(*(finish(q, page_pos) for q in take)):
