@@ -220,3 +220,12 @@ def test_cli_replay_table_json_and_errors(tmp_path):
     assert done.exit_code == 2 and "NegChecker.jsonl:1" in done.output and "elicited_prob" in done.output
     with pytest.raises(ReplayError, match="no such file"):
         replay(tmp_path / "missing")
+
+
+def test_write_refuses_to_replace_the_files_it_replays(tmp_path):
+    value, t = three_checks("cf")
+    path = write_lines(tmp_path / "NegChecker.jsonl", [("P", value, t), ("not P", 0.55, None)])
+    before = path.read_bytes()
+    done = CliRunner().invoke(app, ["arbitrage", "replay", str(tmp_path), "--write", str(tmp_path)])
+    assert done.exit_code == 2 and "would replace the ones replayed" in " ".join(done.output.split())
+    assert path.read_bytes() == before

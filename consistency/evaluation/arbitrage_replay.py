@@ -290,6 +290,9 @@ def _stored(forecast: dict[str, Any], path: str | Path, number: int) -> float:
 def replay(path: str | Path, rule: str = "accumulate", write_to: str | Path | None = None) -> list[FileReplay]:
     """Replay every forecast file under ``path`` (a file or a directory of ``*.jsonl``)."""
     out = Path(write_to) if write_to is not None else None
+    files = forecast_files(path)
     if out is not None:
+        if any(out.resolve() == p.parent.resolve() for p in files):
+            raise ReplayError(f"{out}: the recomputed files would replace the ones replayed; write elsewhere")
         out.mkdir(parents=True, exist_ok=True)
-    return [replay_file(p, rule, out) for p in forecast_files(path)]
+    return [replay_file(p, rule, out) for p in files]
