@@ -171,7 +171,8 @@ def test_polymarket_needs_closed_true_and_settled_prices(tmp_path):
     out = tmp_path / "p.jsonl"
     with WebFixture(page_cap=2, faults={("polymarket", 2): ["drop"]}) as srv:  # a dropped connection, retried
         report = run("polymarket", srv, out, ScrapeOptions())
-        sent = [q for p, q, _ in srv.hits]
+        sent = [q for p, q, _ in srv.hits if p.endswith("/markets")]
+        history = [q for p, q, _ in srv.hits if p.endswith("/prices-history")]
         opened = run("polymarket", srv, tmp_path / "open.jsonl", ScrapeOptions(status="open"))
     got = lines(out)
     assert [(q["title"], q["resolution"]) for q in got] == [
@@ -179,7 +180,15 @@ def test_polymarket_needs_closed_true_and_settled_prices(tmp_path):
         ("Will Q happen by June 30?", False),
     ]
     assert got[0]["url"] == "https://polymarket.com/market/will-p-happen-by-june-30"
-    assert got[0]["metadata"]["final_prob"] == 1.0 and "market_prob" not in got[0]["metadata"]
+    # the settled price leaks the answer: market_prob is the Yes price a week before the end, from the CLOB
+    assert got[0]["metadata"]["final_prob"] == 1.0 and got[0]["metadata"]["market_prob"] == 0.5
+    assert got[0]["metadata"]["market_prob_at"] == "2024-06-23T12:00:00+00:00"
+    assert history[0] == {
+        "market": "501000",
+        "startTs": str(int((T0 - timedelta(days=30)).timestamp())),
+        "endTs": str(int(datetime(2024, 6, 23, 12, tzinfo=UTC).timestamp())),
+        "fidelity": "1440",
+    }
     assert dict(report.skipped) == {"closed without a 0/1 settlement": 1, "not binary (3 outcomes)": 1}
     assert report.retries == 1 and not report.bad_pages
     assert all(q["closed"] == "true" for q in sent)

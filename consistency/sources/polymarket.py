@@ -13,8 +13,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..models import ForecastingQuestion
-from .http import WebClient
-from .scraper import ScrapeOptions, Skip, iso_datetime, join_body, list_page, market_probability, question_id
+from .http import MalformedPage, WebClient, full_url
+from .scraper import (
+    ScrapeOptions,
+    Skip,
+    iso_datetime,
+    join_body,
+    list_page,
+    market_before_close,
+    market_cutoff,
+    market_probability,
+    question_id,
+)
 
 
 def _json_list(value: Any) -> list[Any]:
@@ -22,6 +32,10 @@ def _json_list(value: Any) -> list[Any]:
     if not isinstance(parsed, list):
         raise ValueError("expected a JSON list")
     return parsed
+
+
+#: The order book's API, which keeps each outcome token's price history.
+CLOB_BASE_URL = "https://clob.polymarket.com"
 
 
 class Polymarket:
@@ -86,6 +100,11 @@ class Polymarket:
             "scraped_at": now.isoformat(),
             **market_probability(open_now, prices[0] if prices else None),
         }
+        tokens = _json_list(m.get("clobTokenIds") or "[]")
+        closed_at = iso_datetime(m.get("closedTime"))
+        cutoff = None if open_now or not tokens else market_cutoff(opts, end, closed_at)
+        if cutoff is not None:  # the Yes price then is read from the CLOB's price history by complete()
+            metadata |= {"yes_token_id": str(tokens[0]), "market_prob_at": cutoff.isoformat()}
         return ForecastingQuestion(
             id=question_id(self.name, str(m["id"])),
             title=title,
@@ -99,4 +118,24 @@ class Polymarket:
         )
 
     async def complete(self, q: ForecastingQuestion, web: WebClient, base_url: str) -> ForecastingQuestion | Skip:
+        at = q.metadata.pop("market_prob_at", None)
+        if at is None:
+            return q
+        cutoff = datetime.fromisoformat(at)
+        # the price history is on the CLOB API; a mirror given with --base-url serves it at its own root
+        root = CLOB_BASE_URL if base_url == self.default_base_url else base_url
+        start = int(q.created_date.timestamp()) if q.created_date else int(cutoff.timestamp()) - 30 * 86400
+        url = f"{root}/prices-history"
+        params = {"market": q.metadata["yes_token_id"], "startTs": start, "endTs": int(cutoff.timestamp()),
+                  "fidelity": 1440}  # fmt: skip
+        data = await web.get_json(url, params)
+        history = data.get("history") if isinstance(data, dict) else None
+        if not isinstance(history, list):
+            raise MalformedPage(full_url(url, params), "expected an object with a 'history' list")
+        points = [
+            h for h in history
+            if isinstance(h, dict) and isinstance(h.get("t"), int | float) and h["t"] <= cutoff.timestamp()
+        ]  # fmt: skip
+        if points:
+            q.metadata |= market_before_close(max(points, key=lambda h: h["t"]).get("p"), cutoff)
         return q

@@ -164,6 +164,7 @@ def polymarket_market(
         "resolutionSource": "",
         "outcomes": json.dumps(list(outcomes)),
         "outcomePrices": json.dumps(list(prices)),
+        "clobTokenIds": json.dumps([str(mid * 1000 + i) for i in range(len(outcomes))]),
         "volume": str(volume),
         "volumeNum": volume,
         "liquidityNum": 0.0,
@@ -345,6 +346,8 @@ class WebFixture(ScriptedServer):
             closed = query.get("closed", "false") == "true"
             items = [m for m in self.data.polymarket if m["closed"] == closed]
             return self._page("polymarket", items, query, path)
+        if path == "/polymarket/prices-history":
+            return self._prices(query)
         if path == "/newsapi/v2/everything":
             return self._news(query, headers)
         if path.startswith("/feeds/"):
@@ -438,6 +441,22 @@ class WebFixture(ScriptedServer):
         if query.get("beforeTime"):
             bets = [b for b in bets if b["createdTime"] < int(query["beforeTime"])]
         return json_response(200, bets[: int(query.get("limit") or 1000)])
+
+    def _prices(self, query: dict[str, str]) -> Response:
+        """A token's daily price history: 0.5 from the day after the market's creation until the day
+        before its end, then its final price."""
+        token = query.get("market", "")
+        market = next((m for m in self.data.polymarket if json.loads(m["clobTokenIds"])[0] == token), None)
+        if market is None:
+            return json_response(400, {"error": "invalid market"})
+        created, end = (datetime.fromisoformat(market[k].replace("Z", "+00:00")) for k in ("createdAt", "endDate"))
+        final = float(json.loads(market["outcomePrices"])[0])
+        points, day = [], created + timedelta(days=1)
+        while day < end:
+            points.append({"t": int(day.timestamp()), "p": 0.5 if day < end - timedelta(days=1) else final})
+            day += timedelta(days=1)
+        lo, hi = int(query.get("startTs") or 0), int(query.get("endTs") or 2**62)
+        return json_response(200, {"history": [p for p in points if lo <= p["t"] <= hi]})
 
     def _news(self, query: dict[str, str], headers: dict[str, str]) -> Response:
         if headers.get("x-api-key") != NEWS_KEY:
