@@ -171,7 +171,7 @@ def test_polymarket_needs_closed_true_and_settled_prices(tmp_path):
     out = tmp_path / "p.jsonl"
     with WebFixture(page_cap=2, faults={("polymarket", 2): ["drop"]}) as srv:  # a dropped connection, retried
         report = run("polymarket", srv, out, ScrapeOptions())
-        sent = [q for p, q, _ in srv.hits if p.endswith("/markets")]
+        sent = [q for p, q, _ in srv.hits if p.endswith("/markets/keyset")]
         history = [q for p, q, _ in srv.hits if p.endswith("/prices-history")]
         opened = run("polymarket", srv, tmp_path / "open.jsonl", ScrapeOptions(status="open"))
     got = lines(out)
@@ -191,7 +191,8 @@ def test_polymarket_needs_closed_true_and_settled_prices(tmp_path):
     }
     assert dict(report.skipped) == {"closed without a 0/1 settlement": 1, "not binary (3 outcomes)": 1}
     assert report.retries == 1 and not report.bad_pages
-    assert all(q["closed"] == "true" for q in sent)
+    assert sent and all(q["closed"] == "true" and "offset" not in q for q in sent)
+    assert [q.get("after_cursor") for q in sent] == [None, "c2", "c2"]  # the dropped one, then again
     assert opened.written == 1
     assert lines(tmp_path / "open.jsonl")[0]["metadata"]["market_prob"] == 0.25
 
@@ -389,3 +390,18 @@ def test_a_long_page_is_written_a_batch_at_a_time(tmp_path, monkeypatch):
             asyncio.run(scrape(source, out, ScrapeOptions(), base_url=srv.url_for("manifold"), now=NOW, http=FAST,
                                on_page=stop_mid_page))  # fmt: skip
     assert len(lines(out)) == 20 and not written
+
+
+def test_polymarket_keyset_pages_and_an_unusable_one_resumed(tmp_path):
+    """Gamma's listing is paged by cursor: ``next_cursor`` goes back as ``after_cursor``. A page that
+    cannot be had ends the scrape there (the pages after it are unreachable); --resume reads it again."""
+    once = HttpSettings(max_backoff=0.05, timeout=5, max_attempts=1)
+    out = tmp_path / "p.jsonl"
+    with WebFixture(page_cap=1, faults={("polymarket", 1): ["500"]}) as srv:
+        first = run("polymarket", srv, out, ScrapeOptions(), http=once)
+        resumed = run("polymarket", srv, out, ScrapeOptions(), http=once, resume=True)
+        cursors = [q.get("after_cursor") for p, q, _ in srv.hits if p.endswith("/markets/keyset")]
+    assert first.written == 1 and not first.finished and first.bad_pages[0].position == (0, "c1")
+    assert resumed.written == 1 and resumed.finished and not resumed.bad_pages
+    assert cursors == [None, "c1", "c1", "c2", "c3"]
+    assert [q["metadata"]["source_id"] for q in lines(out)] == ["501", "502"]

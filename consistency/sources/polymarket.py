@@ -1,4 +1,5 @@
-"""Polymarket: the Gamma market-data API, ``GET /markets`` (no key, about 300 requests per 10 s).
+"""Polymarket: the Gamma market-data API, ``GET /markets/keyset`` (no key, about 300 requests per 10 s),
+paged by cursor (``next_cursor`` passed back as ``after_cursor``; absent on the last page).
 
 ``closed`` defaults to false server-side, so resolved markets need ``closed=true``. ``outcomes``
 and ``outcomePrices`` are JSON-encoded strings; a binary market has outcomes ["Yes", "No"], and a
@@ -19,7 +20,6 @@ from .scraper import (
     Skip,
     iso_datetime,
     join_body,
-    list_page,
     market_before_close,
     market_cutoff,
     market_probability,
@@ -42,7 +42,8 @@ class Polymarket:
     name = "polymarket"
     default_base_url = "https://gamma-api.polymarket.com"
     default_rpm = 600.0  # well under 300 per 10 s
-    page_size = 100
+    page_size = 100  # the keyset listing's maximum
+    keyset = True  # the offset listing (/markets) was retired in 2026 for /markets/keyset
 
     def check(self, opts: ScrapeOptions) -> None:
         if opts.min_traders is not None:
@@ -64,11 +65,15 @@ class Polymarket:
         closed = {"resolved": ["true"], "open": ["false"], "all": ["true", "false"]}[opts.status]
         return [{**base, "closed": c} for c in closed]
 
-    def page(self, base_url: str, query: dict[str, Any], offset: int) -> tuple[str, dict[str, Any]]:
-        return f"{base_url}/markets", {**query, "limit": self.page_size, "offset": offset}
+    def page(self, base_url: str, query: dict[str, Any], cursor: int | str) -> tuple[str, dict[str, Any]]:
+        after = cursor if isinstance(cursor, str) else None  # 0: the first page
+        return f"{base_url}/markets/keyset", {**query, "limit": self.page_size, "after_cursor": after}
 
-    def parse_page(self, data: Any) -> tuple[list[dict[str, Any]], bool]:
-        return list_page(data)
+    def parse_page(self, data: Any) -> tuple[list[dict[str, Any]], str | None]:
+        if not isinstance(data, dict) or not isinstance(data.get("markets"), list):
+            raise ValueError("expected an object with a 'markets' list")
+        after = data.get("next_cursor")
+        return [m for m in data["markets"] if isinstance(m, dict)], str(after) if after else None
 
     def question(self, m: dict[str, Any], opts: ScrapeOptions, now: datetime) -> ForecastingQuestion | Skip:
         outcomes = [str(o) for o in _json_list(m.get("outcomes") or "[]")]

@@ -77,7 +77,10 @@ class Source(Protocol):
     def page(self, base_url: str, query: dict[str, Any], offset: int) -> tuple[str, dict[str, Any]]: ...
 
     def parse_page(self, data: Any) -> tuple[list[dict[str, Any]], bool]:
-        """The page's items and whether more pages follow; raise ValueError when it is not a page."""
+        """The page's items and whether more pages follow; raise ValueError when it is not a page.
+
+        A source with ``keyset = True`` pages by cursor instead of offset: ``page`` gets 0 for the
+        first page, then the cursor ``parse_page`` returned in place of the bool (None at the end)."""
 
     # optional: ``past_window(items, opts) -> bool``, true when the listing (sorted by resolution,
     # newest first) has left the --resolved-after window, so the rest need not be fetched
@@ -238,8 +241,9 @@ async def scrape(
         # before come from the page cache, questions written before count as already there)
         again = [tuple(b.position) for b in bad if b.position is not None]
         report.bad_pages = [b for b in bad if b.position is None]
-        if again:
-            query_index, offset = min([(query_index, offset), *again])
+        if again:  # recorded in listing order; cursors (keyset sources) cannot be compared
+            ints = all(isinstance(o, int) for _, o in again) and isinstance(offset, int)
+            query_index, offset = min([(query_index, offset), *again]) if ints else again[0]
     queries = source.queries(opts)
     now = now or datetime.now(UTC)
 
@@ -293,6 +297,25 @@ async def scrape(
             # known, up to ``concurrency`` pages (consecutive offsets) are in flight at once.
             queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, http.concurrency))
 
+            async def produce_keyset() -> None:
+                """Cursor pages come one after the other (each names the next); an unusable one ends
+                the scrape there, position kept, since the pages after it cannot be reached."""
+                qi, cursor = query_index, offset
+                try:
+                    while qi < len(queries):
+                        result = await fetch(qi, cursor)
+                        if isinstance(result, BadPage):
+                            await queue.put((result, [], (qi, cursor), (qi, cursor)))
+                            break
+                        items, after = result
+                        past = getattr(source, "past_window", None)
+                        more = bool(after) and bool(items) and not (past and past(items, opts))
+                        await queue.put((result, items, (qi, cursor), (qi, after) if more else (qi + 1, 0)))
+                        qi, cursor = (qi, after) if more else (qi + 1, 0)
+                    await queue.put(None)
+                except Exception as exc:  # a fatal answer: handed to the consumer, which raises it
+                    await queue.put(exc)
+
             async def produce() -> None:
                 qi, off = query_index, offset
                 try:
@@ -326,7 +349,7 @@ async def scrape(
                 except Exception as exc:  # a fatal answer: handed to the consumer, which raises it
                     await queue.put(exc)
 
-            producer = asyncio.ensure_future(produce())
+            producer = asyncio.ensure_future(produce_keyset() if getattr(source, "keyset", False) else produce())
             saved_at = time.monotonic()
             try:
                 while (entry := await queue.get()) is not None:

@@ -2,7 +2,7 @@
 pages in each API's real shape, on 127.0.0.1, over the scripted server's HTTP machinery.
 
 Every source lives under its own prefix (``url_for(source)``): ``/metaculus/api/posts/``,
-``/manifold/v0/search-markets`` and ``/manifold/v0/market/{id}``, ``/polymarket/markets``,
+``/manifold/v0/search-markets`` and ``/manifold/v0/market/{id}``, ``/polymarket/markets/keyset``,
 ``/newsapi/v2/everything`` and ``/feeds/{name}.xml``. Pagination honours ``limit``/``offset``
 (capped at ``page_cap`` items, as real APIs cap), Metaculus answers 401 without the token,
 Polymarket lists open markets unless ``closed=true``. Faults are planned per page:
@@ -342,9 +342,13 @@ class WebFixture(ScriptedServer):
         if path.startswith("/manifold/v0/market/"):
             mid = path.rsplit("/", 1)[1]
             return self._detail(mid)
-        if path == "/polymarket/markets":
+        if path in ("/polymarket/markets", "/polymarket/markets/keyset"):
             closed = query.get("closed", "false") == "true"
             items = [m for m in self.data.polymarket if m["closed"] == closed]
+            if path.endswith("/keyset"):
+                if "offset" in query:
+                    return _json_response(400, {"error": "offset is not supported; use after_cursor"})
+                query = {**query, "offset": (query.get("after_cursor") or "c0").removeprefix("c")}
             return self._page("polymarket", items, query, path)
         if path == "/polymarket/prices-history":
             return self._prices(query)
@@ -380,6 +384,9 @@ class WebFixture(ScriptedServer):
             nxt = f"{self.url_for('metaculus')}/posts/?{urlencode({**query, 'offset': offset + len(chunk)})}"
             prev = f"{self.url_for('metaculus')}/posts/?{urlencode({**query, 'offset': max(0, offset - limit)})}"
             payload: Any = {"next": nxt if more else None, "previous": prev if offset else None, "results": chunk}
+        elif path.endswith("/keyset"):  # Gamma's cursor pages: the cursor says where the next page starts
+            more = offset + len(chunk) < len(items)
+            payload = {"markets": chunk, **({"next_cursor": f"c{offset + len(chunk)}"} if more else {})}
         else:
             payload = chunk
         raw = json.dumps(payload).encode()
