@@ -227,6 +227,12 @@ def test_specs_and_options():
     f = load_forecaster("arbitrage:constant", ["checks=neg; para", "depth=2", "instantiator=template"])
     assert isinstance(f, ArbitrageForecaster) and [c.name for c in f.checks] == ["NEGATION", "PARAPHRASE"]
     assert f.depth == 2 and f.label == "arbitrage-NP2_constant_0.5"
+    # repeats of a check count as one run; a check whose code ends another's is not a repeat of it
+    labels = {",".join(c): ArbitrageForecaster("constant", checks=c, instantiator="template").label
+              for c in (["andor", "andor", "or"], ["neg", "neg", "para", "neg"], ["or", "andor"])}  # fmt: skip
+    assert labels == {"andor,andor,or": "arbitrage-2xandoror1_constant_0.5",
+                      "neg,neg,para,neg": "arbitrage-2xNPN1_constant_0.5",
+                      "or,andor": "arbitrage-orandor1_constant_0.5"}  # fmt: skip
     g = load_forecaster("arbitrage", ["base=cot:gpt-4o-mini", "checks=neg"])
     assert g.base.label == "cot_gpt-4o-mini" and g.model == "gpt-4o-mini"
     with pytest.raises(ForecasterSpecError, match="unknown check"):

@@ -166,14 +166,14 @@ class ArbitrageForecaster(Forecaster):
     @property
     def label(self) -> str:
         codes = [_SHORT.get(c.name, c.name.lower()) for c in self.checks]
-        runs: list[str] = []
+        runs: list[tuple[int, str]] = []
         for code in codes:  # four EXPEVIDENCE in a row read 4xEE
-            if runs and runs[-1].endswith(code) and (runs[-1] == code or runs[-1][0].isdigit()):
-                count = int(runs[-1].split("x")[0]) + 1 if "x" in runs[-1] else 2
-                runs[-1] = f"{count}x{code}"
+            if runs and runs[-1][1] == code:
+                runs[-1] = (runs[-1][0] + 1, code)
             else:
-                runs.append(code)
-        return f"arbitrage-{''.join(runs)}{self.depth}_{self.base.label}"
+                runs.append((1, code))
+        name = "".join(code if n == 1 else f"{n}x{code}" for n, code in runs)
+        return f"arbitrage-{name}{self.depth}_{self.base.label}"
 
     def children(self) -> Sequence[Forecaster]:
         return [self.base]
