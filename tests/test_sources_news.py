@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from datetime import UTC, date, datetime
 
 import pytest
@@ -40,6 +41,11 @@ def rule(request):
             {"title": "Will the crewed mission launch by August 31, 2024?", "body": BODY, "resolution_date": day},
             {"title": "Will something vague happen by August 31, 2024?", "body": BODY, "resolution_date": day},
         ]})  # fmt: skip
+    if request.tool_name == "RephrasedQuestion":  # the same wording back
+        title = re.search(r"Question: (.*)", text).group(1)
+        return Reply.json({"title": title, "body": re.search(r"Resolution criteria and details: (.*)", text).group(1)})
+    if request.tool_name == "Recheck":
+        return Reply.json({"reasons": "still open", "settled_by_article": False, "mismatched": False})
     if request.tool_name == "QuestionVerdict":
         vague = "vague" in text
         return Reply.json({"reasons": "vague" if vague else "clear", "score": 3 if vague else 8})
@@ -217,3 +223,31 @@ def test_articles_whose_model_calls_failed_are_read_again_on_resume(tmp_path):
         "Will the central bank cut its policy rate by September 30, 2024?",
         "Will the crewed mission launch by August 31, 2024?",
     ]
+
+
+def test_proposals_are_reworded_and_strictly_rechecked_against_the_article(tmp_path):
+    """The paper's rephrase and re-check steps: the reworded question is the one kept, and one the
+    article already settles is rejected before verification (off with rephrase=False)."""
+
+    def strict(request):
+        if request.tool_name == "RephrasedQuestion":
+            title = re.search(r"Question: (.*)", request.last_user_text).group(1)
+            return Reply.json({"title": title.replace("the central bank", "the Reserve Bank"), "body": BODY})
+        if request.tool_name == "Recheck" and "crewed" in re.search(r"Question: (.*)", request.last_user_text)[1]:
+            return Reply.json({"reasons": "the article reports the launch", "settled_by_article": True,
+                               "mismatched": False})  # fmt: skip
+        return rule(request)
+
+    with ScriptedServer(strict) as srv:
+
+        async def go(out, **kw):
+            async with LLM(LLMSettings(timeout=5)) as llm:
+                return await questions_from_news(articles(), out, llm, srv.model_spec(), horizon_days=120, **kw)
+
+        strict_report = asyncio.run(go(tmp_path / "strict.jsonl"))
+        plain = asyncio.run(go(tmp_path / "plain.jsonl", rephrase=False))
+        asked = [r.tool_name for r in srv.requests]
+    got = [json.loads(line)["title"] for line in (tmp_path / "strict.jsonl").read_text().splitlines()]
+    assert got == ["Will the Reserve Bank cut its policy rate by September 30, 2024?"]
+    assert strict_report.rejected["recheck"] == 1 and plain.written == 2
+    assert asked.count("Recheck") == 3  # the three proposals inside the horizon, with rephrase only

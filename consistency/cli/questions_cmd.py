@@ -319,6 +319,9 @@ def news_cmd(
     horizon_days: Annotated[int, typer.Option(help="Questions resolve within this many days of the article.")] = 90,
     per_article: Annotated[int, typer.Option(help="Most questions proposed per article.")] = 3,
     span: Annotated[int, typer.Option(help="Reference-class variants per question (0: none).")] = 0,
+    rephrase: Annotated[
+        bool, typer.Option(help="Reword each question to stand alone, then reject it if the article settles it.")
+    ] = True,
     dedupe: Annotated[
         float, typer.Option(help="Entity overlap (Jaccard) at which an older article is dropped.")
     ] = 0.25,
@@ -395,6 +398,7 @@ def news_cmd(
         async with llm_args.client() as llm:
             report = await questions_from_news(kept, out_path, llm, llm_args.model, horizon_days=horizon_days,
                                                per_article=per_article, threshold=threshold, span=span,
+                                               rephrase=rephrase,
                                                verifier_model=verifier_model)  # fmt: skip
         print_usage(llm.stats)
         return report

@@ -4,7 +4,8 @@ Articles come from RSS/Atom feeds, a NewsAPI-compatible ``/v2/everything`` endpo
 per day, the key in the ``X-Api-Key`` header, never in the URL) or a JSONL file. They are
 de-duplicated newest first (an article sharing at least ``dedupe`` of its named entities with a
 newer one is dropped), then for each: is it suitable → up to ``per_article`` questions about what
-happens after its publication date, resolving within ``horizon_days`` → the project's question
+happens after its publication date, resolving within ``horizon_days`` → each reworded to stand
+alone, then re-checked strictly against the article (the paper's rephrase and re-check) → the project's question
 verification → optionally reference-class spanning (the same question about other entities, same
 dates, verified too). The article's URL, title and date stay in each question's metadata.
 """
@@ -221,6 +222,17 @@ class ProposedQuestions(BaseModel):
     questions: list[ProposedQuestion]
 
 
+class RephrasedQuestion(BaseModel):
+    title: str = Field(min_length=10)
+    body: str = Field(min_length=40, description="Precise resolution criteria.")
+
+
+class Recheck(BaseModel):
+    reasons: str = Field(description="What the article says that bears on the question.")
+    settled_by_article: bool = Field(description="The article already settles the answer.")
+    mismatched: bool = Field(description="The question's dates or entities do not match the article.")
+
+
 class SpannedQuestion(BaseModel):
     title: str = Field(min_length=10)
     body: str = Field(min_length=40)
@@ -266,11 +278,15 @@ async def questions_from_news(
     per_article: int = 3,
     threshold: int = 6,
     span: int = 0,
+    rephrase: bool = True,
     concurrency: int = 8,
 ) -> NewsReport:
     """Questions from each article not handled before, appended to ``out``; rejects (with the step
-    and reason) to ``*.rejects.jsonl``. Resumable: articles already met in either file are skipped,
-    except those whose every record there is a failed model call (an outage): they are read again."""
+    and reason) to ``*.rejects.jsonl``. With ``rephrase`` (as the paper did) each proposed question is
+    reworded to stand alone, then re-checked strictly against the article: one the article already
+    settles, or whose dates or entities drifted from it, is rejected before verification. Resumable:
+    articles already met in either file are skipped, except those whose every record there is a
+    failed model call (an outage): they are read again."""
     report = NewsReport(Path(out), rejects_path_for(Path(out)), articles=len(articles))
     judge = verifier_model or model
     with AppendLog(report.path) as accepted, AppendLog(report.rejects_path) as rejects:
@@ -303,6 +319,25 @@ async def questions_from_news(
                 return False
             return True
 
+        async def rephrased(article: Article, q: ForecastingQuestion) -> ForecastingQuestion | None:
+            """The question reworded, then re-checked against the article (None: rejected)."""
+            prompt = render("news_rephrase", question=question_block(q))
+            result = await llm.structured(model, [{"role": "user", "content": prompt}], RephrasedQuestion)
+            if not result.ok:
+                reject(article, "rephrase", result.error or "", q.title, failed=True)
+                return None
+            title, body = result.value.title.strip(), result.value.body.strip()
+            q = q.model_copy(update={"id": str(uuid.uuid5(NAMESPACE, title)), "title": title, "body": body})
+            prompt = render("news_recheck", question=question_block(q), **_article_fields(article))
+            check = await llm.structured(judge, [{"role": "user", "content": prompt}], Recheck)
+            if not check.ok:
+                reject(article, "recheck", check.error or "", q.title, failed=True)
+                return None
+            if check.value.settled_by_article or check.value.mismatched:
+                reject(article, "recheck", check.value.reasons, q.title)
+                return None
+            return q
+
         async def one(article: Article) -> None:
             fields = _article_fields(article)
             result = await llm.structured(model, [{"role": "user", "content": render("news_suitable", **fields)}],
@@ -328,6 +363,8 @@ async def questions_from_news(
                     resolution_date=_day(p.resolution_date), created_date=article.published_at, data_source="news",
                     metadata=dict(meta),
                 )  # fmt: skip
+                if rephrase and (q := await rephrased(article, q)) is None:
+                    continue
                 if await verified(article, q):
                     kept.append(q)
             for q in kept:
