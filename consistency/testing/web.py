@@ -347,7 +347,7 @@ class WebFixture(ScriptedServer):
             items = [m for m in self.data.polymarket if m["closed"] == closed]
             if path.endswith("/keyset"):
                 if "offset" in query:
-                    return _json_response(400, {"error": "offset is not supported; use after_cursor"})
+                    return json_response(400, {"error": "offset is not supported; use after_cursor"})
                 query = {**query, "offset": (query.get("after_cursor") or "c0").removeprefix("c")}
             return self._page("polymarket", items, query, path)
         if path == "/polymarket/prices-history":
