@@ -293,7 +293,7 @@ def test_other_process_reuses_the_running_server(server: LocalServer, shared_cac
     try:
         report = _report(proc)
         assert report == {"pid": server.pid, "port": server.port, "owned": False}
-        assert _server_pids() == before
+        assert not _server_pids() - before, "a second server was started"  # other processes' servers may stop
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
