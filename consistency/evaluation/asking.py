@@ -11,6 +11,7 @@ from typing import Any
 
 from ..forecasters import Forecaster, ForecastOutcome, Occurrence
 from ..llm import LLM, LLMSettings
+from ..llm.batch import BATCHES, BatchProgress, unfinished
 from ..llm.fatal import FatalError
 from ..models import ForecastingQuestion
 from . import sessions
@@ -44,6 +45,7 @@ class RunOptions:
     llm: LLMSettings = field(default_factory=LLMSettings)
     on_start: Callable[[Tally], None] | None = None
     on_record: Callable[[dict[str, Any]], None] | None = None
+    on_batch: Callable[[BatchProgress], None] | None = None  # batch mode: whenever a batch changes
 
 
 @dataclass
@@ -104,6 +106,8 @@ async def ask_all(
     Raises :class:`FatalError` (what finished is journaled) on an error that cannot succeed on retry.
     """
     pending = [a for a in asks if done.get(a.key, {}).get("forecast") is None]
+    if llm.settings.batch:  # every request should be able to wait for its batch: no cap, no per-question clock
+        concurrency, timeout = max(concurrency, len(pending)), None
 
     stopped: list[OSError] = []
 
@@ -160,7 +164,12 @@ def drive(
         options.on_start(tally)
     opened = sessions.begin(run.read(), run.path / TRANSCRIPT, run.journal)
     run.update(**opened, status="running", questions=len(asks))
-    llm = LLM(options.llm, transcript=run.path / TRANSCRIPT)
+    settings = options.llm
+    if not settings.batch and unfinished(run.path / BATCHES):
+        log.warning("%s has batches still running: resuming in batch mode to collect them", run.path)
+        settings = settings.model_copy(update={"batch": True})
+    llm = LLM(settings, transcript=run.path / TRANSCRIPT, batches=run.path / BATCHES)
+    llm.on_batch = options.on_batch
     status, fatal = "interrupted", None
     did = {"asked": 0, "answered": 0, "failed": 0}
     stopped: OSError | None = None
