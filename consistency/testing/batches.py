@@ -27,6 +27,7 @@ import re
 import secrets
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -69,17 +70,35 @@ class BatchBehaviour:
 
 @dataclass
 class _File:
+    """A stored file: ``buffer[start:end]`` (an upload stays in the request body it came in, uncopied)."""
+
     id: str
     filename: str
     purpose: str
     created_at: int
-    data: bytes | memoryview
+    buffer: bytes | bytearray
+    start: int
+    end: int
+
+    @property
+    def view(self) -> memoryview:
+        return memoryview(self.buffer)[self.start : self.end]
+
+    def lines(self) -> Iterator[tuple[int, int, int]]:
+        """(1-based number, start, end) of each line; a final newline does not start another line."""
+        pos, number = self.start, 0
+        while pos < self.end:
+            newline = self.buffer.find(b"\n", pos, self.end)
+            stop = self.end if newline < 0 else newline
+            number += 1
+            yield number, pos, stop
+            pos = stop + 1
 
     def object(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "object": "file",
-            "bytes": len(self.data),
+            "bytes": self.end - self.start,
             "created_at": self.created_at,
             "filename": self.filename,
             "purpose": self.purpose,
@@ -140,17 +159,14 @@ def _not_found(kind: str, ident: str, param: str = "id") -> HTTPError:
     return HTTPError(404, f"No such {kind} object: {ident}", None, param=param)
 
 
-def _multipart(body: bytearray, content_type: str) -> dict[str, tuple[str | None, memoryview]]:
-    """The parts of a ``multipart/form-data`` body by field name: (filename, content).
-
-    Contents are views into ``body``, so a 200 MB upload is never copied.
-    """
+def _multipart(body: bytearray, content_type: str) -> dict[str, tuple[str | None, int, int]]:
+    """The parts of a ``multipart/form-data`` body by field name: (filename, start, end) of the content
+    in ``body``, so a 200 MB upload is never copied."""
     found = re.search(r'boundary="?([^";]+)"?', content_type)
     if not content_type.startswith("multipart/form-data") or found is None:
         raise HTTPError(400, "Uploads must be multipart/form-data with a boundary.", "invalid_request")
     delimiter = b"--" + found.group(1).encode("latin-1")
-    view = memoryview(body)
-    parts: dict[str, tuple[str | None, memoryview]] = {}
+    parts: dict[str, tuple[str | None, int, int]] = {}
     pos = body.find(delimiter)
     while pos >= 0:
         pos += len(delimiter)
@@ -160,11 +176,11 @@ def _multipart(body: bytearray, content_type: str) -> dict[str, tuple[str | None
         end = body.find(b"\r\n" + delimiter, head_end)
         if head_end < 0 or end < 0:
             break
-        head = bytes(view[pos:head_end]).decode("utf-8", "replace")
+        head = body[pos:head_end].decode("utf-8", "replace")
         name = re.search(r'\bname="([^"]*)"', head)
         filename = re.search(r'\bfilename="([^"]*)"', head)
         if name is not None:
-            parts[name.group(1)] = (filename.group(1) if filename else None, view[head_end + 4 : end])
+            parts[name.group(1)] = (filename.group(1) if filename else None, head_end + 4, end)
         pos = end + 2
     raise HTTPError(400, "The multipart body is truncated or malformed.", "invalid_request")
 
@@ -218,7 +234,7 @@ class BatchAPI:
 
     def file_content(self, file_id: str) -> bytes:
         with self._lock:
-            return bytes(self._files[file_id].data)
+            return bytes(self._files[file_id].view)
 
     async def aclose(self) -> None:
         """Stop the batches still running (the server is stopping)."""
@@ -229,8 +245,11 @@ class BatchAPI:
 
     # ---- files ------------------------------------------------------------------------------
 
-    def _new_file(self, filename: str, purpose: str, data: bytes | memoryview) -> _File:
-        stored = _File(f"file-{secrets.token_hex(12)}", filename, purpose, int(time.time()), data)
+    def _new_file(
+        self, filename: str, purpose: str, buffer: bytes | bytearray, start: int = 0, end: int | None = None
+    ) -> _File:
+        end = len(buffer) if end is None else end
+        stored = _File(f"file-{secrets.token_hex(12)}", filename, purpose, int(time.time()), buffer, start, end)
         with self._lock:
             self._files[stored.id] = stored
         return stored
@@ -255,13 +274,14 @@ class BatchAPI:
         parts = _multipart(request.body, request.headers.get("content-type", ""))
         if "purpose" not in parts:
             raise HTTPError(400, "Missing required parameter: 'purpose'.", "missing_required_parameter")
-        purpose = bytes(parts["purpose"][1]).decode("utf-8", "replace")
+        _, start, end = parts["purpose"]
+        purpose = request.body[start:end].decode("utf-8", "replace")
         if purpose not in _PURPOSES:
             raise HTTPError(400, f"'{purpose}' is not one of {list(_PURPOSES)} - 'purpose'", "invalid_value")
         if "file" not in parts or parts["file"][0] is None:
             raise HTTPError(400, "Missing required parameter: 'file'.", "missing_required_parameter")
-        filename, data = parts["file"]
-        stored = self._new_file(filename or "upload.jsonl", purpose, data)
+        filename, start, end = parts["file"]
+        stored = self._new_file(filename or "upload.jsonl", purpose, request.body, start, end)
         with self._lock:
             self._files_uploaded += 1
         return json_response(200, stored.object())
@@ -271,7 +291,7 @@ class BatchAPI:
 
     async def _content(self, request: Request) -> Response:
         stored = self._get_file(request.params["file_id"])
-        return Response(200, stored.data, content_type="application/octet-stream")  # type: ignore[arg-type]
+        return Response(200, stored.view, content_type="application/octet-stream")  # type: ignore[arg-type]
 
     async def _delete(self, request: Request) -> Response:
         file_id = request.params["file_id"]
@@ -367,33 +387,34 @@ class BatchAPI:
             batch.status = status
             batch.times[status] = int(time.time())
 
-    def _validate(self, data: bytes | memoryview) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]], str]:
-        """The (custom_id, body) of each line, the errors OpenAI would report, and the model."""
-        behaviour = self.behaviour
-        raw = bytes(data) if isinstance(data, memoryview) else data
+    def _validate(self, stored: _File) -> tuple[list[tuple[str, int, int]], list[dict[str, Any]], str]:
+        """(custom_id, start, end) of each line, the errors OpenAI would report, and the file's model.
+
+        Only offsets are kept: a line is parsed again when it runs, so a 200 MB file is not held
+        twice, once as bytes and once as Python objects.
+        """
+        behaviour, buffer, size = self.behaviour, stored.buffer, stored.end - stored.start
 
         def error(code: str, message: str, line: int | None, param: str | None = None) -> dict[str, Any]:
             return {"code": code, "message": message, "param": param, "line": line}
 
-        if not raw.strip():
+        if size == 0 or (size < 4096 and not bytes(stored.view).strip()):
             return [], [error("empty_file", "The batch input file is empty.", None)], ""
-        if len(raw) > behaviour.max_bytes:
-            line = raw.count(b"\n", 0, behaviour.max_bytes) + 1
+        if size > behaviour.max_bytes:
+            line = buffer.count(b"\n", stored.start, stored.start + behaviour.max_bytes) + 1
             message = f"The batch input file is larger than the maximum of {behaviour.max_bytes} bytes."
             return [], [error("file_too_large", message, line)], ""
-        lines = raw.split(b"\n")
-        if lines and not lines[-1].strip():
-            lines.pop()  # the final newline
-        if len(lines) > behaviour.max_requests:
+        count = buffer.count(b"\n", stored.start, stored.end) + (buffer[stored.end - 1] != ord("\n"))
+        if count > behaviour.max_requests:
             message = f"The batch input file has more than the maximum of {behaviour.max_requests} requests."
             return [], [error("too_many_tasks", message, behaviour.max_requests + 1)], ""
-        requests: list[tuple[str, dict[str, Any]]] = []
+        requests: list[tuple[str, int, int]] = []
         errors: list[dict[str, Any]] = []
         seen: set[str] = set()
         model = ""
-        for number, text in enumerate(lines, 1):
+        for number, start, end in stored.lines():
             try:
-                item = json.loads(text)
+                item = json.loads(buffer[start:end])
             except (ValueError, UnicodeDecodeError):
                 item = None
             if not isinstance(item, dict):
@@ -430,12 +451,12 @@ class BatchAPI:
                 errors.append(error("model_mismatch", message, number, "body.model"))
                 continue
             model = model or line_model
-            requests.append((custom_id, body))
+            requests.append((custom_id, start, end))
         return requests, errors, model
 
     async def _run(self, batch: _Batch, stored: _File) -> None:
         await asyncio.sleep(0)  # the create call answers "validating" first
-        requests, errors, model = self._validate(stored.data)
+        requests, errors, model = self._validate(stored)
         with self._lock:
             batch.model = model or None
         if errors:
@@ -454,10 +475,10 @@ class BatchAPI:
         step = max(1, math.ceil(len(requests) / 20))
         pause = behaviour.processing_delay * step / max(1, len(requests))
         done: list[tuple[bool, dict[str, Any]]] = []
-        for i, (custom_id, body) in enumerate(requests[:stop]):
+        for i, (custom_id, start, end) in enumerate(requests[:stop]):
             if batch.cancel.is_set():
                 break
-            line, ok = await self._execute(batch, custom_id, body)
+            line, ok = await self._execute(batch, custom_id, json.loads(stored.buffer[start:end])["body"])
             done.append((ok, line))
             with self._lock:
                 batch.counts["completed" if ok else "failed"] += 1
@@ -474,7 +495,7 @@ class BatchAPI:
             if cancelled
             else ("batch_expired", "This request could not be executed before the completion window expired.")
         )
-        for custom_id, _body in requests[len(done) :]:
+        for custom_id, _start, _end in requests[len(done) :]:
             error = {"code": code, "message": message}
             line = {"id": _line_id(), "custom_id": custom_id, "response": None, "error": error}
             done.append((False, line))

@@ -217,7 +217,7 @@ class ScriptedServer:
         self._port: int | None = None
         self._lock = threading.Lock()  # the record is read from other threads
         self._requests: list[ScriptedRequest] = []
-        self._attempts: dict[str, int] = {}
+        self._attempts: dict[bytes, int] = {}
         self._next_index = 0
         self._billed = {"prompt_tokens": 0, "completion_tokens": 0}
         self._server: asyncio.Server | None = None
@@ -310,7 +310,7 @@ class ScriptedServer:
         elif _response_format_type(response_format) == "json_schema":
             schema = (response_format.get("json_schema") or {}).get("schema")
         last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-        key = json.dumps(messages, sort_keys=True, separators=(",", ":"))
+        key = _digest(json.dumps(messages, sort_keys=True, separators=(",", ":")))  # 32 bytes, not the prompt
         with self._lock:
             index = self._next_index
             self._next_index += 1
