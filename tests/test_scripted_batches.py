@@ -329,3 +329,20 @@ def test_refusals() -> None:
             client.batches.retrieve("batch_nope")
         with pytest.raises(openai.BadRequestError, match="purpose"):
             client.files.create(file=("f.jsonl", b"{}"), purpose="nonsense")  # type: ignore[arg-type]
+
+
+def test_stopping_the_server_ends_running_batches_and_reset_clears_counters() -> None:
+    srv = ScriptedServer(batch=BatchBehaviour(processing_delay=600)).start()
+    try:
+        client = sync_client(srv)
+        created = submit(client, jsonl([line(f"s{i}") for i in range(10)]))
+        while client.batches.retrieve(created.id).status == "validating":
+            time.sleep(0.01)
+        assert srv.batches.batches_created == 1 and srv.http_requests["POST /v1/batches"] == 1
+        srv.reset()
+        assert (srv.batches.batches_created, srv.batches.files_uploaded, srv.batches.executions) == (0, 0, {})
+        assert srv.http_requests == {} and srv.billed == {"prompt_tokens": 0, "completion_tokens": 0}
+        assert client.batches.retrieve(created.id).status == "in_progress"  # the batch itself stays
+    finally:
+        srv.stop()
+    assert srv._thread is None  # stopped although the batch had ten minutes to go

@@ -236,6 +236,12 @@ class BatchAPI:
         with self._lock:
             return bytes(self._files[file_id].view)
 
+    def reset_counters(self) -> None:
+        """Forget executions, uploads and batches counted so far (files and batches themselves stay)."""
+        with self._lock:
+            self._executions.clear()
+            self._files_uploaded = self._batches_created = 0
+
     async def aclose(self) -> None:
         """Stop the batches still running (the server is stopping)."""
         tasks = list(self._tasks)
@@ -384,8 +390,9 @@ class BatchAPI:
 
     def _set(self, batch: _Batch, status: str) -> None:
         with self._lock:
-            batch.status = status
             batch.times[status] = int(time.time())
+            if batch.status != "cancelling" or status in _TERMINAL:  # a cancel is not undone by progress
+                batch.status = status
 
     def _validate(self, stored: _File) -> tuple[list[tuple[str, int, int]], list[dict[str, Any]], str]:
         """(custom_id, start, end) of each line, the errors OpenAI would report, and the file's model.

@@ -292,8 +292,11 @@ class ScriptedServer:
                 self._billed[name] += usage.get(name, 0)
 
     def reset(self) -> None:
-        """Forget recorded requests, attempt counts, billed tokens and the arrival index (``sequence`` restarts)."""
+        """Forget recorded requests, attempt counts, billed tokens, the arrival index (``sequence`` restarts),
+        HTTP request counts and the Batch API's counters (not its files and batches)."""
+        self.batches.reset_counters()
         with self._lock:
+            self._http_requests.clear()
             self._requests.clear()
             self._attempts.clear()
             self._next_index = 0
