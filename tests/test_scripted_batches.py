@@ -10,6 +10,10 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
+import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -346,3 +350,26 @@ def test_stopping_the_server_ends_running_batches_and_reset_clears_counters() ->
     finally:
         srv.stop()
     assert srv._thread is None  # stopped although the batch had ten minutes to go
+
+
+def test_module_entry_point_takes_the_batch_flags() -> None:
+    command = [sys.executable, "-m", "consistency.testing", "--port", "0", "--fail-uploads", "1"]
+    command += ["--upload-failure-status", "502", "--batch-max-requests", "2", "--expire-batches", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        banner = process.stdout.readline()
+        assert "batches: expire 1, failed uploads 1" in banner
+        client = openai.OpenAI(base_url=re.search(r"http://127\.0\.0\.1:\d+/v1", banner).group(0), api_key="k")
+        client = client.with_options(max_retries=0)
+        with pytest.raises(openai.APIStatusError) as refused:
+            client.files.create(file=("in.jsonl", jsonl([line("a")])), purpose="batch")
+        assert refused.value.status_code == 502
+        too_many, _ = wait(client, submit(client, jsonl([line("a"), line("b"), line("c")])).id)
+        assert [(e.code, e.line) for e in too_many.errors.data] == [("too_many_tasks", 3)]
+        expired, _ = wait(client, submit(client, jsonl([line("a"), line("b")])).id)
+        assert expired.status == "expired" and expired.request_counts.completed == 1
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=5) == 0
+    finally:
+        process.kill()
+        process.wait()

@@ -91,6 +91,14 @@ def main(argv: list[str] | None = None) -> None:
         server = ScriptedServer(rule, latency=args.latency, host=args.host, port=args.port, batch=behaviour)
         async with server:
             faults = ", ".join(f"{k} {v:.0%}" for k, v in rates.items()) or "none"
+            knobs = {
+                "delay": f"{args.batch_delay:g}s" if args.batch_delay else "",
+                "expire": str(args.expire_batches) if args.expire_batches else "",
+                "failed uploads": str(args.fail_uploads) if args.fail_uploads else "",
+            }
+            batches = ", ".join(f"{k} {v}" for k, v in knobs.items() if v)
+            if batches:
+                faults += f"  batches: {batches}"
             print(
                 f"serving on {server.base_url}  (model spec: {server.model_spec()})  faults: {faults}  Ctrl-C to stop",
                 flush=True,
