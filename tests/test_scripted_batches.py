@@ -317,6 +317,10 @@ def test_list_pagination() -> None:
         assert [b.id for b in last.data] == [ids[0]] and not last.has_more
         with pytest.raises(openai.BadRequestError):
             client.batches.list(limit=101)
+        outputs = client.files.list(purpose="batch_output")
+        assert [f.purpose for f in outputs] == ["batch_output"] * 5
+        files = [f.id for f in client.files.list(limit=2, order="asc")]  # the SDK follows ``after``
+        assert files[0] == uploaded.id and len(files) == 6
 
 
 def test_refusals() -> None:

@@ -2,8 +2,9 @@
 
 Endpoints (the real wire format, parsed by the ``openai`` SDK's own types): ``POST /v1/files``
 (multipart, ``purpose=batch``), ``GET /v1/files/{id}``, ``GET /v1/files/{id}/content``,
-``DELETE /v1/files/{id}``, ``POST /v1/batches``, ``GET /v1/batches`` (``limit``/``after``),
-``GET /v1/batches/{id}`` and ``POST /v1/batches/{id}/cancel``.
+``DELETE /v1/files/{id}``, ``GET /v1/files`` (``purpose``, ``order``, ``limit``, ``after``),
+``POST /v1/batches``, ``GET /v1/batches`` (``limit``, ``after``), ``GET /v1/batches/{id}`` and
+``POST /v1/batches/{id}/cancel``.
 
 A batch goes validating -> in_progress -> finalizing -> completed, or to ``failed`` (a bad input
 file: ``errors`` names the line), ``expired`` (the lines not reached are in the error file with code
@@ -200,6 +201,7 @@ class BatchAPI:
         self._batches_created = 0
         self._shuffles = 0
         server.route("POST", "/v1/files", self._upload)
+        server.route("GET", "/v1/files", self._list_files)
         server.route("GET", "/v1/files/{file_id}", self._file)
         server.route("DELETE", "/v1/files/{file_id}", self._delete)
         server.route("GET", "/v1/files/{file_id}/content", self._content)
@@ -292,6 +294,14 @@ class BatchAPI:
             self._files_uploaded += 1
         return json_response(200, stored.object())
 
+    async def _list_files(self, request: Request) -> Response:
+        purpose = request.query.get("purpose")
+        with self._lock:
+            files = [f.object() for f in self._files.values() if purpose in (None, f.purpose)]
+        if request.query.get("order", "desc") == "desc":
+            files.reverse()
+        return _cursor_page(files, request.query, "File", default=10_000, most=10_000)
+
     async def _file(self, request: Request) -> Response:
         return json_response(200, self._get_file(request.params["file_id"]).object())
 
@@ -365,26 +375,9 @@ class BatchAPI:
         return self._answer(batch)
 
     async def _list(self, request: Request) -> Response:
-        try:
-            limit = int(request.query.get("limit", "20"))
-        except ValueError:
-            limit = 0
-        if not 1 <= limit <= 100:
-            raise HTTPError(400, "'limit' must be an integer between 1 and 100.", "invalid_value")
         with self._lock:
-            newest_first = list(reversed(self._batches.values()))
-            after = request.query.get("after")
-            if after:
-                ids = [b.id for b in newest_first]
-                if after not in ids:
-                    raise _not_found("Batch", after, "after")
-                newest_first = newest_first[ids.index(after) + 1 :]
-            page = [b.object() for b in newest_first[:limit]]
-            more = len(newest_first) > limit
-        first = page[0]["id"] if page else None
-        last = page[-1]["id"] if page else None
-        listing = {"object": "list", "data": page, "first_id": first, "last_id": last, "has_more": more}
-        return json_response(200, listing)
+            newest_first = [b.object() for b in reversed(self._batches.values())]
+        return _cursor_page(newest_first, request.query, "Batch", default=20, most=100)
 
     # ---- running a batch --------------------------------------------------------------------
 
@@ -554,6 +547,26 @@ class BatchAPI:
             for name in batch.usage:
                 batch.usage[name] += completion["usage"][name]
         return {**line, "response": _response(200, completion)}, True
+
+
+def _cursor_page(items: list[dict[str, Any]], query: dict[str, str], kind: str, default: int, most: int) -> Response:
+    """One page of a list endpoint, OpenAI's way: ``limit`` objects after the one whose id is ``after``."""
+    try:
+        limit = int(query.get("limit", default))
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= most:
+        raise HTTPError(400, f"'limit' must be an integer between 1 and {most}.", "invalid_value", param="limit")
+    after = query.get("after")
+    if after:
+        ids = [item["id"] for item in items]
+        if after not in ids:
+            raise _not_found(kind, after, "after")
+        items = items[ids.index(after) + 1 :]
+    page = items[:limit]
+    first, last = (page[0]["id"], page[-1]["id"]) if page else (None, None)
+    listing = {"object": "list", "data": page, "first_id": first, "last_id": last, "has_more": len(items) > limit}
+    return json_response(200, listing)
 
 
 def _line_id() -> str:
