@@ -307,7 +307,7 @@ class BatchAPI:
 
     async def _content(self, request: Request) -> Response:
         stored = self._get_file(request.params["file_id"])
-        return Response(200, stored.view, content_type="application/octet-stream")  # type: ignore[arg-type]
+        return Response(200, stored.view, content_type="application/octet-stream")
 
     async def _delete(self, request: Request) -> Response:
         file_id = request.params["file_id"]

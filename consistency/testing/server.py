@@ -128,7 +128,7 @@ class Response:
     """What a route handler answers."""
 
     status: int
-    body: bytes
+    body: bytes | memoryview  # a view serves a stored upload without copying it
     headers: list[tuple[str, str]] = field(default_factory=list)
     content_type: str = "application/json"
     usage: dict[str, int] | None = None  # what a completion bills, counted once it is sent
