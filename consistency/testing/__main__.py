@@ -1,5 +1,5 @@
-"""``python -m consistency.testing [--host H] [--port N] [--latency S] [--fault KIND=RATE ...]``: serve the
-default forecast rule, optionally with random faults.
+"""``python -m consistency.testing [--host H] [--port N] [--latency S] [--fault KIND=RATE ...] [--batch-...]``:
+serve the default forecast rule, optionally with random faults, and the Files + Batch API.
 
 Handy to point a real client (or ``cc``) at a deterministic model by hand, or at a flaky one
 (``--fault 429=0.05 --fault hang=0.05``) to see how it copes; stops on Ctrl-C.
@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import contextlib
 
+from .batches import BatchBehaviour
 from .replies import FAULT_KINDS, random_faults
 from .rules import probability_rule
 from .server import ScriptedServer
@@ -51,7 +52,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--retry-after", type=float, default=0.1, help="the Retry-After of a '429' fault, in seconds (default: 0.1)"
     )
+    batch = parser.add_argument_group("Batch API")
+    batch.add_argument("--batch-delay", type=float, default=0.0, help="seconds a batch stays in progress (default: 0)")
+    batch.add_argument(
+        "--expire-batches", type=int, default=0, metavar="N", help="expire the next N batches (half their lines run)"
+    )
+    batch.add_argument("--fail-uploads", type=int, default=0, metavar="N", help="refuse the next N file uploads")
+    batch.add_argument(
+        "--upload-failure-status", type=int, default=500, help="HTTP status of a refused upload (default: 500)"
+    )
+    batch.add_argument(
+        "--batch-max-requests", type=int, default=50_000, help="most lines a batch file may hold (default: 50000)"
+    )
+    batch.add_argument(
+        "--batch-max-bytes", type=int, default=200 * 1024 * 1024, help="largest batch file in bytes (default: 200 MiB)"
+    )
     args = parser.parse_args(argv)
+    behaviour = BatchBehaviour(
+        processing_delay=args.batch_delay,
+        expire_next=args.expire_batches,
+        fail_next_uploads=args.fail_uploads,
+        upload_failure_status=args.upload_failure_status,
+        max_requests=args.batch_max_requests,
+        max_bytes=args.batch_max_bytes,
+    )
     rates: dict[str, float] = {}
     for kind, rate in args.fault:
         rates[kind] = rates.get(kind, 0.0) + rate
@@ -64,8 +88,17 @@ def main(argv: list[str] | None = None) -> None:
         )
 
     async def serve() -> None:
-        async with ScriptedServer(rule, latency=args.latency, host=args.host, port=args.port) as server:
+        server = ScriptedServer(rule, latency=args.latency, host=args.host, port=args.port, batch=behaviour)
+        async with server:
             faults = ", ".join(f"{k} {v:.0%}" for k, v in rates.items()) or "none"
+            knobs = {
+                "delay": f"{args.batch_delay:g}s" if args.batch_delay else "",
+                "expire": str(args.expire_batches) if args.expire_batches else "",
+                "failed uploads": str(args.fail_uploads) if args.fail_uploads else "",
+            }
+            batches = ", ".join(f"{k} {v}" for k, v in knobs.items() if v)
+            if batches:
+                faults += f"  batches: {batches}"
             print(
                 f"serving on {server.base_url}  (model spec: {server.model_spec()})  faults: {faults}  Ctrl-C to stop",
                 flush=True,

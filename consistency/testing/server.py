@@ -7,7 +7,8 @@ gets a :class:`ScriptedRequest` and returns a :class:`Reply` (what the model say
 :class:`Fault` (what goes wrong: 429, 5xx, hang, malformed body, dropped connection).
 
 Endpoints: ``POST /v1/chat/completions`` (non-streaming), ``POST /v1/embeddings``,
-``GET /v1/models`` and ``GET /health``.
+``GET /v1/models``, ``GET /health``, and the Files + Batch API of :mod:`.batches`. Other endpoint
+families mount themselves with :meth:`ScriptedServer.route` from their own modules.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ import base64
 import contextlib
 import json
 import logging
+import re
 import struct
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
 
 try:
     import h11
@@ -34,16 +38,25 @@ except ImportError:  # pragma: no cover - h11 is only needed to serve, not to bu
 from .replies import Fault, Reply, Rule, ScriptedRequest, _call, _response_format_type
 from .rules import EMBEDDING_DIM, _digest, _embedding, probability_rule
 
+if TYPE_CHECKING:
+    from .batches import BatchBehaviour
+
 __all__ = [
     "DEFAULT_MODEL",
+    "Drop",
+    "HTTPError",
+    "Handler",
+    "Request",
+    "Response",
     "ScriptedServer",
+    "json_response",
 ]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "scripted"
 _READ_SIZE = 65536
-_MAX_BODY = 64 * 1024 * 1024  # refuse absurd bodies rather than buffer them forever
+_MAX_BODY = 256 * 1024 * 1024  # a 200 MB batch upload fits; absurd bodies are refused, not buffered forever
 
 
 # --------------------------------------------------------------------------------------------
@@ -51,12 +64,19 @@ _MAX_BODY = 64 * 1024 * 1024  # refuse absurd bodies rather than buffer them for
 # --------------------------------------------------------------------------------------------
 
 
-class _HTTPError(Exception):
+class HTTPError(Exception):
     """A request the server refuses; turned into an OpenAI-style error response."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, kind: str = "invalid_request_error"):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        kind: str = "invalid_request_error",
+        param: str | None = None,
+    ):
         super().__init__(message)
-        self.status, self.message, self.code, self.kind = status, message, code, kind
+        self.status, self.message, self.code, self.kind, self.param = status, message, code, kind, param
 
 
 def _error_body(message: str, kind: str, code: str | None, param: str | None = None) -> dict[str, Any]:
@@ -104,20 +124,71 @@ def _tokens(text: str) -> int:
 
 
 @dataclass(slots=True)
-class _Response:
+class Response:
+    """What a route handler answers."""
+
     status: int
-    body: bytes
+    body: bytes | memoryview  # a view serves a stored upload without copying it
     headers: list[tuple[str, str]] = field(default_factory=list)
     content_type: str = "application/json"
     usage: dict[str, int] | None = None  # what a completion bills, counted once it is sent
 
 
-def _json_response(status: int, obj: Any, headers: list[tuple[str, str]] | None = None) -> _Response:
-    return _Response(status, json.dumps(obj).encode("utf-8"), headers or [])
+def json_response(status: int, obj: Any, headers: list[tuple[str, str]] | None = None) -> Response:
+    return Response(status, json.dumps(obj).encode("utf-8"), headers or [])
 
 
-class _Drop(Exception):
+class Drop(Exception):
     """Close the connection without answering (a dropped connection, or a client that left)."""
+
+
+@dataclass(slots=True)
+class Request:
+    """One HTTP request as a route handler sees it."""
+
+    method: str
+    path: str
+    """The path as sent (``/v1/files/file-1/content``), without the query."""
+    query: dict[str, str]
+    """Query parameters (the last value of each)."""
+    headers: dict[str, str]
+    """Header names lower-cased."""
+    body: bytearray
+    params: dict[str, str]
+    """The ``{name}`` parts of the matched route pattern."""
+    route: str
+    """The matched pattern, e.g. ``/v1/files/{file_id}``."""
+    _conn: Any = None
+    _reader: asyncio.StreamReader | None = None
+    _server: ScriptedServer | None = None
+
+    def json(self) -> dict[str, Any]:
+        """The body as a JSON object, or a 400 as OpenAI words it."""
+        try:
+            payload = json.loads(self.body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise HTTPError(400, f"We could not parse the JSON body of your request: {exc}", "invalid_json") from None
+        if not isinstance(payload, dict):
+            raise HTTPError(400, "The request body must be a JSON object.", "invalid_json")
+        return payload
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep without blocking the server; raise :class:`Drop` if the client disconnects meanwhile."""
+        assert self._server is not None and self._reader is not None
+        await self._server._pause(self._conn, self._reader, seconds)
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    """``/v1/files/{file_id}/content`` -> a regex; ``{name:path}`` takes the rest of the path."""
+    regex = ""
+    for literal, name, kind in re.findall(r"([^{]*)(?:\{(\w+)(?::(\w+))?\})?", pattern):
+        regex += re.escape(literal)
+        if name:
+            regex += f"(?P<{name}>.+)" if kind == "path" else f"(?P<{name}>[^/]+)"
+    return re.compile(regex)
 
 
 class ScriptedServer:
@@ -135,7 +206,10 @@ class ScriptedServer:
         latency: float = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
+        batch: BatchBehaviour | None = None,
     ) -> None:
+        from .batches import BatchAPI  # its own module; imported here as it builds on this one
+
         self.rule: Rule = rule if rule is not None else probability_rule()
         self.latency = float(latency)
         self.host = host
@@ -143,7 +217,7 @@ class ScriptedServer:
         self._port: int | None = None
         self._lock = threading.Lock()  # the record is read from other threads
         self._requests: list[ScriptedRequest] = []
-        self._attempts: dict[str, int] = {}
+        self._attempts: dict[bytes, int] = {}
         self._next_index = 0
         self._billed = {"prompt_tokens": 0, "completion_tokens": 0}
         self._server: asyncio.Server | None = None
@@ -151,6 +225,24 @@ class ScriptedServer:
         self._thread: threading.Thread | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._fallback = probability_rule()  # answers a hang that has no ``then``
+        self._routes: list[tuple[str, str, re.Pattern[str], Handler]] = []
+        self._http_requests: Counter[str] = Counter()
+        self.max_body = _MAX_BODY
+        self.route("POST", "/v1/chat/completions", self._chat)
+        self.route("POST", "/v1/embeddings", self._embeddings)
+        self.route("GET", "/v1/models", self._models)
+        self.route("GET", "/health", self._health)
+        self.batches = BatchAPI(self, batch)
+        """The Files + Batch API: its knobs (``behaviour``), state and counters."""
+
+    def route(self, method: str, pattern: str, handler: Handler) -> None:
+        """Serve ``method`` (``"*"``: any) on paths matching ``pattern`` with ``handler``.
+
+        ``pattern`` is a path whose ``{name}`` parts match one segment and ``{name:path}`` the rest
+        (given to the handler in ``request.params``). Routes are tried in the order they were added;
+        a path that matches only with another method gets a 405.
+        """
+        self._routes.append((method.upper(), pattern, _compile(pattern.rstrip("/") or "/"), handler))
 
     # ---- addresses and records ----------------------------------------------------------------
 
@@ -187,9 +279,24 @@ class ScriptedServer:
         with self._lock:
             return dict(self._billed)
 
-    def reset(self) -> None:
-        """Forget recorded requests, attempt counts, billed tokens and the arrival index (``sequence`` restarts)."""
+    @property
+    def http_requests(self) -> dict[str, int]:
+        """HTTP requests received per route, keyed ``"METHOD pattern"`` (``"GET /v1/batches/{batch_id}"``);
+        unrouted paths count under ``"METHOD <unrouted>"``."""
         with self._lock:
+            return dict(self._http_requests)
+
+    def _bill(self, usage: Mapping[str, int]) -> None:
+        with self._lock:
+            for name in self._billed:
+                self._billed[name] += usage.get(name, 0)
+
+    def reset(self) -> None:
+        """Forget recorded requests, attempt counts, billed tokens, the arrival index (``sequence`` restarts),
+        HTTP request counts and the Batch API's counters (not its files and batches)."""
+        self.batches.reset_counters()
+        with self._lock:
+            self._http_requests.clear()
             self._requests.clear()
             self._attempts.clear()
             self._next_index = 0
@@ -206,7 +313,7 @@ class ScriptedServer:
         elif _response_format_type(response_format) == "json_schema":
             schema = (response_format.get("json_schema") or {}).get("schema")
         last_user = next((m for m in reversed(messages) if m.get("role") == "user"), None)
-        key = json.dumps(messages, sort_keys=True, separators=(",", ":"))
+        key = _digest(json.dumps(messages, sort_keys=True, separators=(",", ":")))  # 32 bytes, not the prompt
         with self._lock:
             index = self._next_index
             self._next_index += 1
@@ -250,6 +357,7 @@ class ScriptedServer:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.batches.aclose()
         await server.wait_closed()
 
     async def __aenter__(self) -> ScriptedServer:
@@ -330,28 +438,26 @@ class ScriptedServer:
                 body = await self._read_body(conn, reader, writer)
                 try:
                     response = await self._dispatch(conn, reader, event, body)
-                except _HTTPError as exc:
-                    response = _json_response(exc.status, _error_body(exc.message, exc.kind, exc.code))
-                except (_Drop, asyncio.CancelledError):
+                except HTTPError as exc:
+                    response = json_response(exc.status, _error_body(exc.message, exc.kind, exc.code, exc.param))
+                except (Drop, asyncio.CancelledError):
                     raise
                 except Exception as exc:  # a server bug should reach the test as a 500, not a hang
                     log.exception("scripted server failed")
-                    response = _json_response(500, _error_body(f"{type(exc).__name__}: {exc}", "server_error", None))
+                    response = json_response(500, _error_body(f"{type(exc).__name__}: {exc}", "server_error", None))
                 await self._send(conn, writer, response)
                 if response.usage is not None:
-                    with self._lock:
-                        for name in self._billed:
-                            self._billed[name] += response.usage.get(name, 0)
+                    self._bill(response.usage)
                 if conn.our_state is h11.MUST_CLOSE:
                     return
                 conn.start_next_cycle()
-        except _Drop:
+        except Drop:
             return
         except h11.RemoteProtocolError as exc:
             if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
                 error = _error_body(f"bad HTTP request: {exc}", "invalid_request_error", None)
                 with contextlib.suppress(Exception):
-                    await self._send(conn, writer, _json_response(exc.error_status_hint, error))
+                    await self._send(conn, writer, json_response(exc.error_status_hint, error))
         except (ConnectionError, OSError):
             return  # the client went away; nothing to tell it
         except asyncio.CancelledError:
@@ -371,22 +477,20 @@ class ScriptedServer:
                 writer.write(conn.send(h11.InformationalResponse(status_code=100, headers=[])))
             conn.receive_data(await reader.read(_READ_SIZE))
 
-    async def _read_body(self, conn: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
+    async def _read_body(self, conn: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytearray:
+        body = bytearray()  # grown in place: a 200 MB upload is held once, not as chunks plus their join
         while True:
             event = await self._next_event(conn, reader, writer)
             if isinstance(event, h11.EndOfMessage):
-                return b"".join(chunks)
+                return body
             if isinstance(event, h11.Data):
-                size += len(event.data)
-                if size > _MAX_BODY:
+                if len(body) + len(event.data) > self.max_body:
                     raise h11.RemoteProtocolError("request body too large", error_status_hint=413)
-                chunks.append(event.data)
+                body += event.data
             elif isinstance(event, h11.ConnectionClosed):
-                raise _Drop
+                raise Drop
 
-    async def _send(self, conn: Any, writer: asyncio.StreamWriter, response: _Response) -> None:
+    async def _send(self, conn: Any, writer: asyncio.StreamWriter, response: Response) -> None:
         headers = [
             ("content-type", response.content_type),
             ("content-length", str(len(response.body))),
@@ -399,12 +503,13 @@ class ScriptedServer:
         except ValueError:
             reason = b""
         writer.write(conn.send(h11.Response(status_code=response.status, headers=headers, reason=reason)))
-        writer.write(conn.send(h11.Data(data=response.body)))
+        for piece in conn.send_with_data_passthrough(h11.Data(data=response.body)):  # no copy of a large body
+            writer.write(piece)
         writer.write(conn.send(h11.EndOfMessage()))
         await writer.drain()
 
     async def _pause(self, conn: Any, reader: asyncio.StreamReader, seconds: float) -> None:
-        """Sleep without blocking the loop; raise :class:`_Drop` if the client disconnects meanwhile.
+        """Sleep without blocking the loop; raise :class:`Drop` if the client disconnects meanwhile.
 
         Watching the socket while we wait is what lets a timed-out client's request be dropped at
         once instead of being answered into a closed connection later.
@@ -421,75 +526,88 @@ class ScriptedServer:
             try:
                 data = read.result()
             except (ConnectionError, OSError):
-                raise _Drop from None
+                raise Drop from None
             if not data:
-                raise _Drop
+                raise Drop
             conn.receive_data(data)  # a pipelined next request: h11 keeps it for the next cycle
 
-    async def _dispatch(self, conn: Any, reader: asyncio.StreamReader, request: Any, body: bytes) -> _Response:
+    async def _dispatch(self, conn: Any, reader: asyncio.StreamReader, request: Any, body: bytearray) -> Response:
         method = request.method.decode("ascii", "replace").upper()
-        path = request.target.decode("ascii", "replace").split("?", 1)[0].rstrip("/") or "/"
-        routes: dict[str, tuple[str, Callable[..., Awaitable[_Response]]]] = {
-            "/v1/chat/completions": ("POST", self._chat),
-            "/v1/embeddings": ("POST", self._embeddings),
-            "/v1/models": ("GET", self._models),
-            "/health": ("GET", self._health),
-        }
-        if path not in routes:
-            raise _HTTPError(404, f"Invalid URL ({method} {path})", "not_found")
-        allowed, handler = routes[path]
-        if method != allowed:
-            raise _HTTPError(405, f"Method {method} not allowed on {path}; use {allowed}", "method_not_allowed")
-        if allowed == "GET":
-            return await handler()
-        try:
-            payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise _HTTPError(400, f"We could not parse the JSON body of your request: {exc}", "invalid_json") from None
-        if not isinstance(payload, dict):
-            raise _HTTPError(400, "The request body must be a JSON object.", "invalid_json")
-        return await handler(payload, conn, reader)
+        target = urlsplit(request.target.decode("ascii", "replace"))
+        path = target.path.rstrip("/") or "/"
+        allowed: list[str] = []
+        for want, pattern, regex, handler in self._routes:
+            match = regex.fullmatch(path)
+            if match is None:
+                continue
+            if want not in ("*", method):
+                allowed.append(want)
+                continue
+            with self._lock:
+                self._http_requests[f"{method} {pattern}"] += 1
+            query = {k: v[-1] for k, v in parse_qs(target.query, keep_blank_values=True).items()}
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.headers}
+            req = Request(method, target.path, query, headers, body, match.groupdict(), pattern, conn, reader, self)
+            return await handler(req)
+        with self._lock:
+            self._http_requests[f"{method} <unrouted>"] += 1
+        if allowed:
+            use = " or ".join(dict.fromkeys(allowed))
+            raise HTTPError(405, f"Method {method} not allowed on {path}; use {use}", "method_not_allowed")
+        raise HTTPError(404, f"Invalid URL ({method} {path})", "not_found")
 
-    async def _health(self) -> _Response:
-        return _json_response(200, {"status": "ok"})
+    async def _health(self, request: Request) -> Response:
+        return json_response(200, {"status": "ok"})
 
-    async def _models(self) -> _Response:
+    async def _models(self, request: Request) -> Response:
         model = {"id": DEFAULT_MODEL, "object": "model", "created": 0, "owned_by": "consistency"}
-        return _json_response(200, {"object": "list", "data": [model]})
+        return json_response(200, {"object": "list", "data": [model]})
 
-    async def _chat(self, body: dict[str, Any], conn: Any, reader: asyncio.StreamReader) -> _Response:
+    async def _chat(self, http: Request) -> Response:
+        request, outcome = await self.decide(http.json())
+        if self.latency > 0:
+            await http.pause(self.latency)
+        if isinstance(outcome, Fault):
+            if outcome.kind != "hang":
+                return self._fault_response(outcome)
+            await http.pause(outcome.seconds)
+            outcome = outcome.then or await _call(self._fallback, request)
+        completion = self.completion(request, outcome)
+        response = json_response(200, completion)
+        response.usage = completion["usage"]
+        return response
+
+    async def decide(self, body: dict[str, Any]) -> tuple[ScriptedRequest, Reply | Fault]:
+        """Check a chat completion body, record it and ask the rule what happens to it.
+
+        The one path every chat request takes, sent directly or as a line of a batch; raises
+        :class:`HTTPError` (400) for a body OpenAI would refuse, (500) for a rule that fails.
+        """
         if not isinstance(body.get("model"), str) or not body["model"]:
-            raise _HTTPError(400, "you must provide a model parameter", "missing_required_parameter")
+            raise HTTPError(400, "you must provide a model parameter", "missing_required_parameter")
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-            raise _HTTPError(400, "'messages' must be a non-empty list of message objects", "invalid_value")
+            raise HTTPError(400, "'messages' must be a non-empty list of message objects", "invalid_value")
         if body.get("stream"):
-            raise _HTTPError(400, "Streaming is not supported by the scripted server.", "unsupported_parameter")
+            raise HTTPError(400, "Streaming is not supported by the scripted server.", "unsupported_parameter")
 
         request = self._record(body)
         try:
             outcome = await _call(self.rule, request)
         except Exception as exc:  # a broken rule is a test bug: say so in the response
             log.exception("scripted rule failed on request %d", request.index)
-            raise _HTTPError(500, f"rule failed: {type(exc).__name__}: {exc}", None, "server_error") from exc
+            raise HTTPError(500, f"rule failed: {type(exc).__name__}: {exc}", None, "server_error") from exc
+        return request, outcome
 
-        if self.latency > 0:
-            await self._pause(conn, reader, self.latency)
-        if isinstance(outcome, Fault):
-            if outcome.kind != "hang":
-                return self._fault_response(outcome)
-            await self._pause(conn, reader, outcome.seconds)
-            outcome = outcome.then or await _call(self._fallback, request)
-        completion = self._completion(request, outcome)
-        response = _json_response(200, completion)
-        response.usage = completion["usage"]
-        return response
-
-    def _fault_response(self, fault: Fault) -> _Response:
+    def _fault_response(self, fault: Fault) -> Response:
         if fault.kind == "drop":
-            raise _Drop
+            raise Drop
         if fault.kind == "malformed":
-            return _Response(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"ind')
+            return Response(200, b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": [{"ind')
+        return json_response(fault.status, *self.fault_error(fault))
+
+    def fault_error(self, fault: Fault) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """The OpenAI error body (and headers) of a status fault."""
         kind, code, headers = "server_error", fault.code, []
         if 400 <= fault.status < 500 and fault.status != 429:
             kind = {401: "authentication_error", 403: "permission_error"}.get(fault.status, "invalid_request_error")
@@ -500,9 +618,9 @@ class ScriptedServer:
                     ("retry-after", f"{fault.retry_after:.3f}".rstrip("0").rstrip(".")),
                     ("retry-after-ms", str(round(fault.retry_after * 1000))),
                 ]
-        return _json_response(fault.status, _error_body(fault.message, kind, code), headers)
+        return _error_body(fault.message, kind, code), headers
 
-    def _completion(self, request: ScriptedRequest, reply: Reply) -> dict[str, Any]:
+    def completion(self, request: ScriptedRequest, reply: Reply) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
         if reply.kind == "json" and request.tool_name is not None:
             arguments = json.dumps(reply.value)
@@ -537,7 +655,8 @@ class ScriptedServer:
             "system_fingerprint": "scripted",
         }
 
-    async def _embeddings(self, body: dict[str, Any], conn: Any, reader: asyncio.StreamReader) -> _Response:
+    async def _embeddings(self, http: Request) -> Response:
+        body = http.json()
         raw = body.get("input")
         if isinstance(raw, str):
             inputs = [raw]
@@ -547,15 +666,15 @@ class ScriptedServer:
             # token arrays: one input (list of ints) or many (list of lists); hashed as their JSON
             inputs = [json.dumps(raw)] if all(isinstance(x, int) for x in raw) else [json.dumps(x) for x in raw]
         else:
-            raise _HTTPError(400, "'input' must be a string or a non-empty list of strings", "invalid_value")
+            raise HTTPError(400, "'input' must be a string or a non-empty list of strings", "invalid_value")
         dim = body.get("dimensions", EMBEDDING_DIM)
         if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= 4096:
-            raise _HTTPError(400, "'dimensions' must be an integer in [1, 4096]", "invalid_value")
+            raise HTTPError(400, "'dimensions' must be an integer in [1, 4096]", "invalid_value")
         encoding = body.get("encoding_format") or "float"
         if encoding not in ("float", "base64"):
-            raise _HTTPError(400, "'encoding_format' must be 'float' or 'base64'", "invalid_value")
+            raise HTTPError(400, "'encoding_format' must be 'float' or 'base64'", "invalid_value")
         if self.latency > 0:
-            await self._pause(conn, reader, self.latency)
+            await http.pause(self.latency)
 
         data = []
         for i, text in enumerate(inputs):
@@ -569,4 +688,4 @@ class ScriptedServer:
         tokens = sum(_tokens(text) for text in inputs)
         model = body.get("model") if isinstance(body.get("model"), str) else DEFAULT_MODEL
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
-        return _json_response(200, {"object": "list", "data": data, "model": model, "usage": usage})
+        return json_response(200, {"object": "list", "data": data, "model": model, "usage": usage})

@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 from xml.sax.saxutils import escape
 
-from .server import ScriptedServer, _Drop, _json_response, _Response
+from .server import Drop, Request, Response, ScriptedServer, json_response
 
 TOKEN = "fixture-metaculus-token"
 NEWS_KEY = "fixture-news-key"
@@ -312,6 +312,8 @@ class WebFixture(ScriptedServer):
         self.news_rate_limited = set(news_rate_limited or ())  # days (YYYY-MM-DD) answered with rateLimited
         self.retry_after = retry_after
         self.hits: list[tuple[str, dict[str, str], dict[str, str]]] = []  # (path, query, headers) per request
+        for prefix in ("metaculus", "manifold", "polymarket", "newsapi", "feeds"):
+            self.route("*", f"/{prefix}/{{rest:path}}", self._serve)
 
     def url_for(self, source: str) -> str:
         root = f"http://{self.host}:{self.port}"
@@ -319,18 +321,15 @@ class WebFixture(ScriptedServer):
 
     # ---- HTTP -------------------------------------------------------------------------------
 
-    async def _dispatch(self, conn: Any, reader: asyncio.StreamReader, request: Any, body: bytes) -> _Response:
-        target = urlsplit(request.target.decode("ascii", "replace"))
-        query = {k: v[-1] for k, v in parse_qs(target.query, keep_blank_values=True).items()}
-        headers = {k.decode().lower(): v.decode() for k, v in request.headers}
-        path = target.path
+    async def _serve(self, request: Request) -> Response:
+        path, query, headers = request.path, request.query, request.headers
         with self._lock:
             self.hits.append((path, query, headers))
         if self.latency > 0:
-            await self._pause(conn, reader, self.latency)
+            await request.pause(self.latency)
         if path == "/metaculus/api/posts/" or path == "/metaculus/api/posts":
             if headers.get("authorization") != f"Token {TOKEN}":
-                return _json_response(401, {"detail": "Authentication credentials were not provided."})
+                return json_response(401, {"detail": "Authentication credentials were not provided."})
             return self._page("metaculus", self._metaculus(query), query, path)
         if path == "/manifold/v0/search-markets":
             return self._page("manifold", self._manifold(query), query, path)
@@ -344,22 +343,22 @@ class WebFixture(ScriptedServer):
         if path == "/newsapi/v2/everything":
             return self._news(query, headers)
         if path.startswith("/feeds/"):
-            return _Response(200, self._rss().encode(), content_type="application/rss+xml")
-        return _json_response(404, {"error": f"no route {path}"})
+            return Response(200, self._rss().encode(), content_type="application/rss+xml")
+        return json_response(404, {"error": f"no route {path}"})
 
-    def _fault(self, key: tuple[str, Any]) -> _Response | None:
+    def _fault(self, key: tuple[str, Any]) -> Response | None:
         with self._lock:
             plan = self.faults.get(key)
             kind = plan.pop(0) if plan else None
         if kind == "429":
-            return _json_response(429, {"error": "Too Many Requests"}, [("retry-after", f"{self.retry_after:g}")])
+            return json_response(429, {"error": "Too Many Requests"}, [("retry-after", f"{self.retry_after:g}")])
         if kind == "500":
-            return _json_response(500, {"error": "Internal Server Error"})
+            return json_response(500, {"error": "Internal Server Error"})
         if kind == "drop":
-            raise _Drop
+            raise Drop
         return None
 
-    def _page(self, source: str, items: list[dict[str, Any]], query: dict[str, str], path: str) -> _Response:
+    def _page(self, source: str, items: list[dict[str, Any]], query: dict[str, str], path: str) -> Response:
         offset = int(query.get("offset") or 0)
         limit = int(query.get("limit") or 100)
         if self.page_cap:
@@ -378,7 +377,7 @@ class WebFixture(ScriptedServer):
         raw = json.dumps(payload).encode()
         if (source, offset) in self.broken:
             raw = raw[: max(1, len(raw) // 2)]  # a truncated page, served as a complete 200 answer
-        return _Response(200, raw)
+        return Response(200, raw)
 
     def _metaculus(self, query: dict[str, str]) -> list[dict[str, Any]]:
         posts = self.data.metaculus
@@ -401,33 +400,33 @@ class WebFixture(ScriptedServer):
             markets = sorted(markets, key=lambda m: -(m.get("resolutionTime") or -(10**15)))
         return markets
 
-    def _detail(self, mid: str) -> _Response:
+    def _detail(self, mid: str) -> Response:
         fault = self._fault(("manifold-market", mid))
         if fault is not None:
             return fault
         market = next((m for m in self.data.manifold if m["id"] == mid), None)
         if market is None:
-            return _json_response(404, {"message": "Contract not found"})
+            return json_response(404, {"message": "Contract not found"})
         text = f"Resolves YES if {market['question'].removeprefix('Will ').rstrip('?')}. Resolves NO otherwise."
         doc = {"type": "doc", "content": [{"type": "paragraph", "content": [{"type": "text", "text": text}]}]}
         full = {**market, "description": doc, "textDescription": text, "groupSlugs": ["fixture"]}
         raw = json.dumps(full).encode()
         if ("manifold-market", mid) in self.broken:
             raw = raw[: len(raw) // 2]
-        return _Response(200, raw)
+        return Response(200, raw)
 
-    def _news(self, query: dict[str, str], headers: dict[str, str]) -> _Response:
+    def _news(self, query: dict[str, str], headers: dict[str, str]) -> Response:
         if headers.get("x-api-key") != NEWS_KEY:
             error = {"status": "error", "code": "apiKeyMissing", "message": "Your API key is missing."}
-            return _json_response(401, error)
+            return json_response(401, error)
         day = (query.get("from") or "")[:10]
         if day in self.news_rate_limited:
             message = "You have made too many requests recently."
-            return _json_response(429, {"status": "error", "code": "rateLimited", "message": message})
+            return json_response(429, {"status": "error", "code": "rateLimited", "message": message})
         articles = [a for a in self.data.articles if not day or a["publishedAt"][:10] == day]
         page, size = int(query.get("page") or 1), int(query.get("pageSize") or 100)
         chunk = articles[(page - 1) * size : page * size]
-        return _json_response(200, {"status": "ok", "totalResults": len(articles), "articles": chunk})
+        return json_response(200, {"status": "ok", "totalResults": len(articles), "articles": chunk})
 
     def _rss(self) -> str:
         items = "".join(
