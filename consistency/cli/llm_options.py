@@ -34,8 +34,7 @@ BatchFallback = Annotated[
     str,
     typer.Option(
         "--batch-fallback",
-        help="With --batch, where answers that failed validation are asked again: batch (a follow-up batch) "
-        "or direct.",
+        help="With --batch, where answers that failed validation are asked again: batch (a follow-up batch) or direct.",
     ),
 ]
 BatchPoll = Annotated[

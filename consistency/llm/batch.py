@@ -180,6 +180,7 @@ class BatchCollector:
         self._tasks: dict[str, asyncio.Task[dict[str, Any]]] = {}  # local id → its task (this session)
         # requests of earlier sessions: custom id → the latest journaled batch holding it
         self._earlier: dict[str, str] = {}
+        self._earlier_tasks: set[asyncio.Task[dict[str, Any]]] = set()
         for record in journal.records.values():
             if record.get("identity") == identity and (record.get("batch_id") or record.get("file_id")):
                 for cid in record.get("custom_ids", ()):
@@ -205,9 +206,10 @@ class BatchCollector:
             outcome = outcomes.get(cid)
             if isinstance(outcome, tuple):
                 return outcome
-            if isinstance(outcome, BatchFailure):
+            if isinstance(outcome, BatchFailure) and (task not in self._earlier_tasks or self.llm.breaker.reason):
                 raise outcome
-            reason = outcome or reason  # not run (an expired batch): into a new batch
+            # an earlier session's failure is what this session was started to retry: submit it again
+            reason = str(outcome or reason)  # not run (an expired batch): into a new batch
         raise BatchFailure(f"no batch answered this request after {RESUBMITS + 1} submissions ({reason})")
 
     async def _park(self, cid: str, body: bytes) -> asyncio.Task[dict[str, Any]]:
@@ -258,6 +260,7 @@ class BatchCollector:
         task = self._tasks.get(local)
         if task is None:
             task = self._tasks[local] = asyncio.ensure_future(self._collect(local))
+            self._earlier_tasks.add(task)
         return task
 
     # ---- one batch --------------------------------------------------------------------------
