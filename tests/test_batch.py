@@ -269,3 +269,37 @@ def test_cc_batches_cancel_cancels_the_unfinished_batches_of_a_run(tmp_path):
     assert "(cancelled) did not answer" in stderr
     failed = json.loads((tmp_path / "run" / "summary.json").read_text())["questions"]["failed"]
     assert failed >= 1 and f"{failed} failed" in stderr  # recorded failures, resumable
+
+
+def test_cc_generate_and_cc_questions_take_batch(tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_generate import answers, question
+    from test_questions import TITLES, rule
+
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("".join(question(i).model_dump_json() + "\n" for i in range(8)))
+    gen = ["generate", "--check", "neg", "--questions", str(qs), "-n", "3", "--embeddings", "lexical"]
+    with ScriptedServer(answers()) as srv:
+        direct = runner.invoke(app, [*gen, "--out", "direct", "--model", srv.model_spec()])
+        assert direct.exit_code == 0, direct.output
+        srv.reset()
+        os.environ["CC_CACHE_DIR"] = str(tmp_path / "cache-batch")
+        batch = runner.invoke(app, [*gen, "--out", "batch", "--model", srv.model_spec(), *FAST_CLI])
+        assert batch.exit_code == 0, batch.output
+        assert srv.http_requests.get("POST /v1/chat/completions", 0) == 0 and srv.batches.batches_created >= 1
+    made = {
+        name: sorted((tmp_path / name / "NegChecker.jsonl").read_text().splitlines()) for name in ("batch", "direct")
+    }
+    assert made["batch"] == made["direct"]  # the same tuples (written in the order they finished)
+    journal = tmp_path / "cache-batch" / BATCHES  # no run directory: the journal in the cache directory
+    assert all(r["state"] == "completed" for r in read_batches(journal).values())
+    listed = runner.invoke(app, ["batches"])
+    assert listed.exit_code == 0 and "completed" in listed.output
+
+    titles = tmp_path / "titles.txt"
+    titles.write_text("\n".join(TITLES) + "\n")
+    with ScriptedServer(rule) as srv:
+        common = ["--model", srv.model_spec(), "--created", "2024-10-01", "--resolve-by", "2028-01-01"]
+        res = runner.invoke(app, ["questions", "fill", "--titles", str(titles), "--out", "f.jsonl", *common, *FAST_CLI])
+        assert res.exit_code == 0, res.output
+        assert srv.http_requests.get("POST /v1/chat/completions", 0) == 0 and srv.batches.batches_created >= 1
