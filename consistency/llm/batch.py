@@ -136,6 +136,7 @@ class BatchProgress:
     completed: int = 0  # lines answered
     failed: int = 0  # lines answered with an error
     expected_cost: float = 0.0
+    http_requests: int = 0  # to the Files and Batch API (uploads, creations, polls, downloads)
     states: dict[str, str] = field(default_factory=dict)  # local id → state
 
 
@@ -319,6 +320,7 @@ class BatchCollector:
     async def _find(self, record: dict[str, Any]) -> str | None:
         """The batch an earlier session created from this file but was stopped before journaling."""
         with contextlib.suppress(openai.APIError, httpx2.HTTPError):
+            self.progress.http_requests += 1
             page = await self.api.batches.list(limit=100)
             for batch in page.data:
                 if batch.input_file_id == record.get("file_id"):
@@ -412,6 +414,7 @@ class BatchCollector:
         try:
             async for attempt in retrying:
                 with attempt:
+                    self.progress.http_requests += 1
                     return await call()
         except Exception as exc:
             if breaker.reason is not None:
@@ -504,6 +507,16 @@ async def update_batches(path: str | Path, cancel: bool = False, only: str | Non
 
 
 # ----------------------------------------------------------------------------- helpers
+def warm_platform(client: openai.AsyncOpenAI) -> None:
+    """The openai client looks up the platform (for its headers) in a worker thread on its first
+    request, and every request started before that one finished does it too: with thousands of
+    requests waiting for a batch at once, thousands of thread hops. Look it up once, now."""
+    if getattr(client, "_platform", True) is None:
+        from openai._base_client import get_platform
+
+        client._platform = get_platform()
+
+
 def _expected_cost(model: str, data: bytes) -> float | None:
     """About what the batch will cost: its bytes as prompt tokens (4 a token) plus a few hundred
     answer tokens a request, at batch prices; None for models without a price."""

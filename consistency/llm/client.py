@@ -158,6 +158,10 @@ class _Endpoint:
             for _ in range(shards)
         ]
         self.wrapped = [instructor.from_openai(c, mode=spec.mode) for c in self.clients]
+        if self.batch is not None:
+            from .batch import warm_platform
+
+            warm_platform(self.clients[0])
         self._next = itertools.cycle(range(shards))
         # the local server decodes `slots` requests at once: queue the rest here, where waiting does
         # not count against the HTTP timeout, instead of in the server, where it would
