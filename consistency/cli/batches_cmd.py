@@ -59,6 +59,9 @@ def batches(
     _print(path, list(records.values()))
 
 
+_DONE = ("completed", "failed", "expired", "cancelled")
+
+
 def _print(path: Path, records: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
@@ -66,14 +69,13 @@ def _print(path: Path, records: list[dict[str, Any]]) -> None:
         out.print(f"no batches in {escape(str(path))}")
         return
     table = Table(title=f"batches in {escape(str(path))}")
-    for column in ("batch", "local id", "state", "requests", "answered", "failed", "expected $", "cost $", "created"):
-        table.add_column(column, justify="right" if column in ("requests", "answered", "failed") else "left")
+    for column in ("batch", "state", "requests", "answered", "failed", "expected $", "cost $", "created"):
+        table.add_column(column, justify="left" if column in ("batch", "state", "created") else "right")
     for r in records:
         counts = r.get("counts") or {}
         table.add_row(
-            escape(r.get("batch_id") or "-"),
-            escape(r["id"]),
-            escape(str(r.get("state", "?"))) + (" (collected)" if r.get("collected") else ""),
+            escape(r.get("batch_id") or r["id"]),  # not submitted yet: our local id
+            escape(str(r.get("state", "?"))) + ("" if r.get("collected") or r.get("state") in _DONE else "…"),
             str(r.get("requests", 0)),
             str(counts.get("completed", "-")),
             str(counts.get("failed", "-")),

@@ -58,7 +58,7 @@ class _Bar:
         """Batch mode: a second line with the batches' state (called whenever a batch changes)."""
         p = progress
         info = (
-            f"{p.batches} batch(es), {p.requests} requests submitted  in progress {p.in_progress}  "
+            f"{p.batches} submitted ({p.requests} requests)  in progress {p.in_progress}  "
             f"answered {p.completed}  failed {p.failed}  expected ${p.expected_cost:.4f}"
         )
         if self.batches is None:
