@@ -26,8 +26,8 @@ import numpy as np
 from consistency.checks import all_checks
 from consistency.datasets import sample_dir
 from consistency.jsonl import iter_json_lines
+from consistency.metrics.forecast_files import score_path, write_report
 from consistency.report import make_report
-from consistency.scoring import score_path, write_report
 
 
 def logit(p: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 
 from consistency.checks import all_checks  # noqa: E402
 from consistency.metrics.closed_forms import closed_form  # noqa: E402
-from consistency.scoring import score_forecasts  # noqa: E402
+from consistency.metrics.forecast_files import score_forecasts  # noqa: E402
 
 
 def forecasts(check, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -6,8 +6,7 @@ to the real C compiler without loading numpy).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from .names import deprecated_aliases, lazy_exports
 
 __version__ = "0.1.0"
 
@@ -20,8 +19,8 @@ _EXPORTS = {
     "Forecast": "consistency.models",
     "arbitrage": "consistency.metrics",
     "frequentist": "consistency.metrics",
-    "score_forecasts": "consistency.scoring",
-    "score_path": "consistency.scoring",
+    "score_forecasts": "consistency.metrics.forecast_files",
+    "score_path": "consistency.metrics.forecast_files",
     "Forecaster": "consistency.forecasters",
     "load_forecaster": "consistency.forecasters",
     "register_forecaster": "consistency.forecasters",
@@ -33,8 +32,9 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'consistency' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+#: Old module names (before the two lenses had one package each), kept importable with a DeprecationWarning.
+deprecated_aliases(
+    {"consistency.scoring": "consistency.metrics.forecast_files", "consistency.scores": "consistency.accuracy"}
+)

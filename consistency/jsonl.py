@@ -221,3 +221,12 @@ class AppendLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def read_json_object(path: str | Path) -> dict[str, Any] | None:
+    """The JSON object a file holds, or None when it is missing, unreadable or not an object (optional metadata)."""
+    try:
+        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None

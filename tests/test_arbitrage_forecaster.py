@@ -19,8 +19,8 @@ from consistency.generate import TemplateInstantiator
 from consistency.llm import LLMSettings
 from consistency.metrics.arbitrage import arbitrage
 from consistency.metrics.arbitraging import arbitrage_step, step_weights
+from consistency.metrics.forecast_files import score_path
 from consistency.models import ForecastingQuestion
-from consistency.scoring import score_path
 from consistency.testing import ScriptedServer, hypocritical_probability, hypocritical_rule
 
 NO_CACHE = LLMSettings(timeout=5, max_backoff=0.05, max_connections=16, cache=False)

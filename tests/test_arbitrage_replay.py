@@ -17,7 +17,7 @@ from consistency.evaluation.asking import RunOptions
 from consistency.forecasters import ArbitrageForecaster, BasicForecaster
 from consistency.llm import LLMSettings
 from consistency.metrics.closed_forms import closed_form
-from consistency.scoring import score_path
+from consistency.metrics.forecast_files import score_path
 from consistency.testing import ScriptedServer, hypocritical_rule
 
 CHECKER = {"neg": ("NegChecker", "not_P"), "para": ("ParaphraseChecker", "para_P")}

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
-from test_scores_cli import write_noisy_run
+from test_accuracy_cli import write_noisy_run
 from typer.testing import CliRunner
 
+from consistency.accuracy.pairing import pair_key
 from consistency.cli import app
 from consistency.datasets import sample_dir
 from consistency.jsonl import iter_json_lines
-from consistency.scores.sources import pair_key
 
 NOISE = {"alpha": 0.02, "beta-1": 0.08, "gamma": 0.15, "delta": 0.25, "eps": 0.35}
 
@@ -162,3 +162,57 @@ def test_runs_are_named_and_paired_by_the_forecaster_their_run_json_records(pape
     assert set(json.loads(stdout)["pairs"]) == {"basic_alpha", "basic_gamma", "basic_delta"}
     code, stdout, _ = run("leaderboard", gt, "--json")
     assert {s["forecaster"] for s in json.loads(stdout)["standings"]} == {"basic_alpha", "basic_gamma", "basic_delta"}
+
+
+def test_report_and_correlate_pair_a_mixed_set_identically(paper, tmp_path):
+    """One rule (consistency.accuracy.pairing): published names, recorded names, recorded configurations
+    (equal under different names; different under one name), a second output and an orphan."""
+    from consistency.accuracy.sources import find_sources, pair
+    from consistency.report.compare import compare
+    from consistency.report.gather import gather
+
+    forecasts, gt, scored = paper / "forecasts", tmp_path / "gt", tmp_path / "scored"
+    shutil.copytree(forecasts, gt, ignore=shutil.ignore_patterns("*_tuples_scraped"))
+    tuples = sorted(forecasts.glob("*_tuples_scraped"))
+    shutil.copytree(tuples[0], tmp_path / "tuples" / "Basic_alpha_tuples_rerun")  # a second output for alpha
+    recorded = {  # tuple run's name, ground-truth run's name, configurations equal?
+        "delta": ("label_one", "label_two", True),
+        "gamma": ("shared", "shared", False),
+    }
+    for name, (tuple_name, gt_name, same) in recorded.items():
+        run_dir = tmp_path / "tuples" / f"2026-11-23T10-00-00_{name}"
+        shutil.copytree(forecasts / f"Basic_{name}_tuples_scraped", run_dir)
+        config = {"forecaster_class": "Noisy", "full_forecaster_config": {"sd": name}}
+        (run_dir / "run.json").write_text(json.dumps({"forecaster": {"name": tuple_name, **config}}))
+        truth_dir = gt / f"Basic_{name}_20240501_20240815"
+        other = config if same else {**config, "full_forecaster_config": {"sd": "other"}}
+        meta = {"kind": "ground_truth", "forecaster": {"name": gt_name, **other}}
+        (truth_dir / "run.json").write_text(json.dumps(meta))
+    for run_dir in [*tuples, *(tmp_path / "tuples").iterdir()]:
+        if ("delta" in run_dir.name and "2026" not in run_dir.name) or (
+            "gamma" in run_dir.name and "2026" not in run_dir.name
+        ):
+            continue  # their recorded runs stand for them
+        assert run("score", run_dir, "-o", scored / run_dir.name)[0] == 0
+
+    found = find_sources([gt, scored])
+    pairing = pair(found.runs, found.truth, max_brier=None)
+    by_correlate = {(str(r.path), str(found.truth[n].path)) for n, r in pairing.pairs.items()}
+    left_by_correlate = {str(found.truth[k].path) if k in found.truth else k for k in pairing.left_out}
+
+    runs = gather([str(p) for p in sorted(scored.iterdir())] + [str(p) for p in sorted(gt.iterdir())])
+    comparison = compare(runs)
+    by_report = {
+        (str(e.consistency.path), str(e.accuracy.path)) for e in comparison.entries if e.consistency and e.accuracy
+    }
+
+    assert by_correlate == by_report
+    assert left_by_correlate == set(comparison.unpaired)
+    paired = {(Path(c).name, Path(g).name) for c, g in by_report}
+    assert ("2026-11-23T10-00-00_delta", "Basic_delta_20240501_20240815") in paired  # same configuration
+    assert {g for _, g in paired} == {f"Basic_{n}_20240501_20240815" for n in ("alpha", "beta-1", "delta", "eps")}
+    reasons = dict(comparison.unpaired)
+    assert "another class or configuration" in reasons[str(scored / "2026-11-23T10-00-00_gamma")]
+    assert reasons[str(gt / "Basic_zeta_20240501_20240815")] == "no consistency output matches this forecaster"
+    second = [why for path, why in reasons.items() if "alpha" in path]
+    assert len(second) == 1 and second[0].startswith("a second consistency output")

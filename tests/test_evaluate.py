@@ -26,7 +26,7 @@ from consistency.evaluation.ground_truth import evaluate_questions
 from consistency.forecasters import BasicForecaster
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
-from consistency.scoring import score_path
+from consistency.metrics.forecast_files import score_path
 from consistency.testing import Fault, ScriptedServer, every_nth, probability_rule
 
 FAST = LLMSettings(timeout=5, max_backoff=0.05, max_connections=16)

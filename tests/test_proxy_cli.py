@@ -231,8 +231,8 @@ def test_batches_from_the_papers_split_directory_names(tmp_path):
 
 @pytest.mark.parametrize("loss", ["brier", "log", "absolute", "zero_one"])
 def test_pearson_agrees_with_the_librarys_correlation_table(table, loss):
-    from consistency.scores.proxy import proxy_correlation_table
-    from consistency.scores.table import load_table
+    from consistency.accuracy.proxy import proxy_correlation_table
+    from consistency.accuracy.table import load_table
 
     t = load_table([table])
     F, _, questions = t.matrix()

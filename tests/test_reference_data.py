@@ -17,7 +17,7 @@ from reference import FORECASTS, REFERENCE, needs_reference
 
 from consistency.checks import get_check
 from consistency.files import FileKind, detect, validate_file
-from consistency.scoring import score_path
+from consistency.metrics.forecast_files import score_path
 
 pytestmark = needs_reference
 

@@ -15,14 +15,16 @@ import numpy as np
 import pytest
 from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
 
+from consistency.accuracy import proper
+from consistency.accuracy.pairing import same_forecaster
 from consistency.datasets import benchmark_dir, sample_dir
 from consistency.evaluation import RunOptions, evaluate
 from consistency.evaluation.ground_truth import evaluate_questions
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
+from consistency.metrics.forecast_files import score_path, write_report
 from consistency.report import ReportInputError, make_report
-from consistency.scores import proper
-from consistency.scoring import score_path, write_report
+from consistency.report.compare import compare
 from consistency.testing import Fault, ScriptedServer, every_nth, probability_rule
 
 CC = Path(sys.executable).parent / "cc"
@@ -179,7 +181,7 @@ def test_published_directories_pair_into_one_forecaster(tmp_path):
     page = (tmp_path / "r.html").read_text()
     forecasts, truth = report.runs
     assert forecasts.source == "published forecasts" and truth.source == "published ground truth"
-    assert forecasts.key == truth.key  # same class and configuration: one forecaster
+    assert same_forecaster(forecasts.identity, truth.identity)  # same class and configuration: one forecaster
     assert len(forecasts.checks) == 10 and sum(c.scored for c in forecasts.checks) == 2000
     published = json.loads((GROUND_TRUTH_RUN / "ground_truth_summary.json").read_text())
     assert truth.accuracy is not None and truth.accuracy.n == published["total_questions"]
@@ -198,7 +200,9 @@ def test_mix_of_runs_compares_and_correlates_with_the_correlate_code(data, tmp_p
     assert all(f'data-section="{s}"' in page for s in SECTIONS)
     # Each constant forecaster's tuple run and ground-truth run pair by configuration.
     constants = [r for r in report.runs if r.info.get("forecaster", "").startswith("constant")]
-    assert len({r.key for r in constants}) == len(CONSTANTS)
+    assert len({r.identity.recorded for r in constants}) == len(CONSTANTS)
+    rows = compare(report.runs).entries
+    assert len([e for e in rows if e.name.startswith("Constant") and e.consistency and e.accuracy]) == len(CONSTANTS)
     # The correlation, recomputed by hand from the files: per-forecaster mean arbitrage violation vs Brier.
     xs, ys = [], []
     for p in CONSTANTS:

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ..scores.inputs import ScoreInputError
-from ..scores.ranking import compare as compare_two
+from ..accuracy.inputs import ScoreInputError
+from ..accuracy.ranking import compare as compare_two
 from .console import err, escape, out
 from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 

@@ -43,10 +43,10 @@ def correlate(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Correlate each check's mean violation with the Brier score across forecasters."""
+    from ..accuracy.inputs import ScoreInputError
+    from ..accuracy.sources import find_sources, pair, read_consistency
+    from ..accuracy.versus import consistency_vs_brier
     from ..checks import get_check
-    from ..scores.inputs import ScoreInputError
-    from ..scores.sources import find_sources, pair, read_consistency
-    from ..scores.versus import consistency_vs_brier
 
     left_out: dict[str, str] = {}
     try:

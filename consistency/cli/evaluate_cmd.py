@@ -18,7 +18,7 @@ from ..forecasters.loading import parse_options
 from ..llm import LLMSettings
 from ..llm.fatal import FatalError
 from ..llm.secrets import redact
-from ..scoring import ScoreParams
+from ..metrics.forecast_files import ScoreParams
 from .console import err, escape, fmt, out, print_skipped
 from .llm_command import llm_settings_command
 from .score_cmd import render_table

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from ..scores.inputs import ScoreInputError
-from ..scores.ranking import METHODS, hold_back_early_closers
-from ..scores.ranking import leaderboard as rank
+from ..accuracy.inputs import ScoreInputError
+from ..accuracy.ranking import METHODS, hold_back_early_closers
+from ..accuracy.ranking import leaderboard as rank
 from .console import err, escape, fmt, out
 from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
 if TYPE_CHECKING:
-    from ..scores.ranking import Standing
+    from ..accuracy.ranking import Standing
 
 
 def leaderboard(
@@ -83,8 +83,8 @@ def _from_summaries(paths: list[Path]) -> list[Standing]:
     """Brier standings from each forecaster's stored mean (no interval: the per-question scores are not there)."""
     if not paths:
         return []
-    from ..scores.ranking import Standing
-    from ..scores.sources import find_sources
+    from ..accuracy.ranking import Standing
+    from ..accuracy.sources import find_sources
 
     truth = find_sources(paths).truth
     err.print(f"{len(truth)} forecaster(s) ranked by the mean Brier score of their ground-truth summary")

@@ -14,9 +14,9 @@ from .console import err, escape, out
 from .table_options import SOURCES_HELP, Duplicates
 
 if TYPE_CHECKING:
-    from ..scores.proxy import BatchScores
-    from ..scores.table import ForecastTable
-    from ..scores.versus import Correlation
+    from ..accuracy.proxy import BatchScores
+    from ..accuracy.table import ForecastTable
+    from ..accuracy.versus import Correlation
 
 AGGREGATORS = ("mean", "median", "extremized_mean", "logit_pool")
 BATCHES = ("batch", "source", "split", "none")
@@ -61,8 +61,8 @@ def proxy(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Proxy scores versus the Brier score across forecasters, per aggregator (Pearson and Spearman)."""
-    from ..scores.inputs import ScoreInputError
-    from ..scores.proxy import batch_scores
+    from ..accuracy.inputs import ScoreInputError
+    from ..accuracy.proxy import batch_scores
 
     methods = [m.strip() for m in aggregators.split(",") if m.strip()]
     try:
@@ -98,7 +98,7 @@ def _load(paths: list[Path], batches: str, duplicates: str) -> ForecastTable:
     """One table; with ``--batches source`` each PATH's rows form a batch named after the PATH."""
     import numpy as np
 
-    from ..scores.table import COLUMNS, ForecastTable
+    from ..accuracy.table import COLUMNS, ForecastTable
     from .table_options import load_forecasts
 
     if batches != "source":
@@ -106,7 +106,7 @@ def _load(paths: list[Path], batches: str, duplicates: str) -> ForecastTable:
         if batches == "none":
             table.batch[:] = ""
         elif batches == "split":
-            from ..scores.sources import split_name
+            from ..accuracy.pairing import split_name
 
             names = {n: split_name(n) for n in set(table.forecaster.tolist())}
             table.batch = np.array([names[n][1] for n in table.forecaster], dtype=object)
@@ -128,7 +128,7 @@ def _arrays(table: ForecastTable) -> tuple[Any, list[str], Any, Any]:
     """The forecast matrix, forecaster names, per-forecast batch labels and per-question resolutions."""
     import numpy as np
 
-    from ..scores.inputs import ScoreInputError
+    from ..accuracy.inputs import ScoreInputError
 
     f_idx, q_idx, forecasters, questions = table.codes()
     if len(set(zip(f_idx.tolist(), q_idx.tolist(), strict=True))) != len(table):

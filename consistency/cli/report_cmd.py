@@ -29,9 +29,9 @@ def report(
     """Write an HTML report: summary, consistency, accuracy and (for several runs) comparison, with figures."""
     import time
 
+    from ..accuracy.inputs import ScoreInputError
+    from ..metrics.forecast_files import ScoringError
     from ..report import ReportInputError, make_report
-    from ..scores.inputs import ScoreInputError
-    from ..scoring import ScoringError
 
     start = time.perf_counter()
     try:

@@ -13,7 +13,7 @@ from .console import err, escape, fmt, out, pct, print_skipped
 if TYPE_CHECKING:  # the scoring stack (numpy, pydantic models) loads when the command runs, not for --help
     from rich.table import Table
 
-    from ..scoring import ScoreParams, ScoreReport
+    from ..metrics.forecast_files import ScoreParams, ScoreReport
 
 
 def score(
@@ -39,8 +39,8 @@ def score(
 ) -> None:
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
     from ..files import DetectionError
+    from ..metrics.forecast_files import ScoreParams, ScoringError, run_directories, score_path, write_report
     from ..paths import new_run_dir
-    from ..scoring import ScoreParams, ScoringError, run_directories, score_path, write_report
 
     params = ScoreParams(epsilon=epsilon, bootstrap=bootstrap, seed=seed)
     try:
@@ -74,7 +74,7 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
 
     from rich.table import Table
 
-    from ..scoring import score_runs
+    from ..metrics.forecast_files import score_runs
 
     names = [r.name for r in runs]
     if len(set(names)) != len(names):

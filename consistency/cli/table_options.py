@@ -12,9 +12,9 @@ import typer
 from .console import err
 
 if TYPE_CHECKING:
-    from ..scores.table import ForecastTable
+    from ..accuracy.table import ForecastTable
 
-#: Kept in step with ``scores.table.DUPLICATES`` (checked by a test); listed here so --help imports no numpy.
+#: Kept in step with ``accuracy.table.DUPLICATES`` (checked by a test); listed here so --help imports no numpy.
 DUPLICATES = ("error", "mean", "first", "last")
 
 AsOf = Annotated[
@@ -34,7 +34,7 @@ Duplicates = Annotated[
 
 def load_forecasts(paths: list[Path], duplicates: str = "error") -> ForecastTable:
     """The long table of PATHS, saying on stderr how many repeated forecasts the policy merged."""
-    from ..scores.table import load_table
+    from ..accuracy.table import load_table
 
     table = load_table(paths, duplicates)
     if table.duplicates:

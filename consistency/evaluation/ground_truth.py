@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from ..accuracy.proper import brier, expected_calibration_error, log_loss, murphy_decomposition
 from ..files import FileKind, detect, validate_lines
 from ..forecasters import Forecaster
 from ..jsonl import LineError, write_json, write_jsonl
 from ..metrics import bootstrap_mean_ci
 from ..models import ForecastingQuestion, GroundTruthRecord
-from ..scores.proper import brier, expected_calibration_error, log_loss, murphy_decomposition
 from .asking import Ask, RunOptions, drive, question_key
 from .benchmark import sample_in_order
 from .rundir import RunDir

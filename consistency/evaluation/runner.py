@@ -15,8 +15,8 @@ from ..forecasters import Forecaster, Occurrence, load_forecaster
 from ..jsonl import LineError, atomic_write, dump_line
 from ..llm import LLMSettings
 from ..llm.secrets import redact
+from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
 from ..paths import new_run_dir
-from ..scoring import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
 from .asking import Ask, RunOptions, drive, occurrence_key, question_key
 from .benchmark import TupleSet, fingerprint, load_benchmark
 from .rundir import RunDir, RunDirError

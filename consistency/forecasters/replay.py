@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..files import FileKind, detect, validate_lines
+from ..metrics.forecast_files import is_checker_file
 from ..models import Forecast, ForecastingQuestion, ForecastLine, GroundTruthRecord
-from ..scoring import is_checker_file
 from .base import Forecaster, ForecastError, current_occurrence
 
 

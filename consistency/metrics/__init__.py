@@ -1,4 +1,6 @@
-"""Consistency metrics: pure functions of forecast arrays, vectorised over many tuples."""
+"""The consistency lens (no outcomes needed): pure functions of forecast arrays, vectorised over many
+tuples; :mod:`.forecast_files` applies them to forecast files and runs (``cc score``). The accuracy
+lens is :mod:`consistency.accuracy`."""
 
 from .arbitrage import DEFAULT_EPSILON, ArbitrageResult, arbitrage, clip_forecasts
 from .frequentist import FrequentistParams, frequentist

@@ -2,7 +2,7 @@
 
 Reads ``cc evaluate`` run directories, ``cc score`` outputs and the paper's published forecast and
 ground-truth directories (:mod:`.gather`), pairs runs of one forecaster and correlates consistency with
-accuracy through ``consistency.scores`` (:mod:`.compare`), draws with matplotlib (:mod:`.figures`) and
+accuracy through ``consistency.accuracy`` (:mod:`.compare`), draws with matplotlib (:mod:`.figures`) and
 fills the page template (:mod:`.render`).
 """
 

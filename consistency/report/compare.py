@@ -1,16 +1,18 @@
 """Several runs side by side: one row per forecaster, and consistency versus accuracy across them.
 
-Runs of one forecaster are paired by their key (its class and configuration, or the ``NAME=`` given on
-the command line), so a tuple run and a ground-truth run of the same forecaster make one row. The
-correlation is :func:`consistency.scores.versus.consistency_vs_brier`, the code of ``cc correlate``.
+A run with consistency results and a run with accuracy results of one forecaster make one row, paired
+by :func:`consistency.accuracy.pairing.match`, the rule of ``cc correlate`` (a ``NAME=`` given on the
+command line names the forecaster). The correlation is
+:func:`consistency.accuracy.versus.consistency_vs_brier`, the code of ``cc correlate`` too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..scores.inputs import ScoreInputError
-from ..scores.versus import Correlation, consistency_vs_brier
+from ..accuracy.inputs import ScoreInputError
+from ..accuracy.pairing import match
+from ..accuracy.versus import Correlation, consistency_vs_brier
 from .gather import METRICS, Run
 
 
@@ -42,25 +44,36 @@ class Comparison:
     correlations: dict[str, dict[str, Correlation]] = field(default_factory=dict)  # metric -> check -> r
     why_no_correlation: str | None = None
     max_brier: float = 0.25
+    unpaired: dict[str, str] = field(default_factory=dict)  # run (path) -> why it has no partner
 
 
 def compare(runs: list[Run], *, max_brier: float = 0.25, bootstrap: int = 1000) -> Comparison:
     """Pair runs into forecasters, rank them, and correlate each check's violation with the Brier score."""
-    entries: dict[str, Entry] = {}
-    for run in runs:
-        slot = "consistency" if run.checks else "accuracy"
-        key, n = run.key, 1
-        while key in entries and getattr(entries[key], slot) is not None:  # same forecaster twice: keep both
-            n += 1
-            key = f"{run.key}#{n}"
-        if key not in entries:
-            name, k = run.name, 1
-            while any(e.name == name for e in entries.values()):  # names label points and key the correlation
-                k += 1
-                name = f"{run.name} #{k}"
-            entries[key] = Entry(name)
-        setattr(entries[key], slot, run)
-    result = Comparison(sorted(entries.values(), key=_rank), max_brier=max_brier)
+    consistency = [r for r in runs if r.checks]
+    accuracy = [r for r in runs if not r.checks]
+    found = match([r.identity for r in consistency], [r.identity for r in accuracy])
+    partner = {id(consistency[i]): accuracy[j] for j, i in found.pairs.items()}
+    partner.update({id(accuracy[j]): consistency[i] for j, i in found.pairs.items()})
+    entries: list[Entry] = []
+    placed: set[int] = set()
+    for run in runs:  # in the order given: a pair is named after its first run
+        if id(run) in placed:
+            continue
+        name, k = run.name, 1
+        while any(e.name == name for e in entries):  # names label points and key the correlation
+            k += 1
+            name = f"{run.name} #{k}"
+        entry = Entry(name)
+        for member in (run, partner.get(id(run))):
+            if member is not None:
+                setattr(entry, "consistency" if member.checks else "accuracy", member)
+                placed.add(id(member))
+        entries.append(entry)
+    unpaired = {consistency[i].path: why for i, why in found.consistency_left.items()}
+    unpaired.update({accuracy[j].path: why for j, why in found.accuracy_left.items()})
+    result = Comparison(sorted(entries, key=_rank), max_brier=max_brier)
+    if found.pairs:  # runs of one lens only (nothing to pair) need no explanation
+        result.unpaired = {str(path): why for path, why in unpaired.items()}
     both = [e for e in result.entries if e.consistency is not None and e.brier is not None]
     brier = {e.name: e.brier for e in both if e.brier is not None}
     try:

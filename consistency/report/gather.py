@@ -4,7 +4,7 @@ A PATH is a ``cc evaluate`` run directory (tuple or ground-truth mode), a ``cc s
 directory, or the paper's published forecast or ground-truth directory. Our own directories already
 hold scored lines and statistics (``summary.json``), which are read as written (no second bootstrap
 over 100,000 tuples); forecast files that carry no statistics of ours (the paper's) are scored with
-:func:`consistency.scoring.score_path`, exactly as ``cc score`` would. Only the worst ``top`` tuples
+:func:`consistency.metrics.forecast_files.score_path`, exactly as ``cc score`` would. Only the worst ``top`` tuples
 per check keep their questions; every tuple keeps its two violations, for the distributions.
 """
 
@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from ..accuracy import proper
+from ..accuracy.pairing import Identity, forecaster_record, identity, identity_of, named
+from ..accuracy.table import read_ground_truth
 from ..checks import Check, all_checks, get_check
 from ..jsonl import iter_json_lines
 from ..metrics import bootstrap_mean_ci
-from ..scores import proper
-from ..scores.sources import pair_key
-from ..scores.table import read_ground_truth
-from ..scoring import ScoredFile, ScoreParams, forecast_files, is_checker_file, score_path
+from ..metrics.forecast_files import ScoredFile, ScoreParams, forecast_files, is_checker_file, score_path
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class CheckResult:
 
 @dataclass
 class Accuracy:
-    """Scores against resolutions (``consistency.scores.proper``), with bootstrap 95% intervals."""
+    """Scores against resolutions (``consistency.accuracy.proper``), with bootstrap 95% intervals."""
 
     n: int
     brier: float
@@ -92,7 +92,7 @@ class Run:
     path: Path
     name: str
     source: str
-    key: str  # forecasters with one key are one row of the comparison (e.g. a tuple run and a ground-truth run)
+    identity: Identity  # runs of one forecaster (by :mod:`consistency.accuracy.pairing`) are one comparison row
     info: dict[str, str]
     checks: list[CheckResult] = field(default_factory=list)
     forecaster: dict[str, Any] | None = None  # as recorded: forecaster_class, full_forecaster_config
@@ -176,24 +176,20 @@ def _json(path: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- who made it
 
 
-def _identity(forecaster: dict[str, Any] | None, fallback: str) -> tuple[str, str, str]:
-    """(display name, pairing key, models) of ``{forecaster_class, full_forecaster_config}``.
-
-    Runs with a recorded forecaster pair when its class and whole configuration are equal (two
-    ``constant`` forecasters with different ``p`` stay apart); runs known only by a directory name
-    pair as ``cc correlate`` pairs them (:func:`consistency.scores.sources.pair_key`)."""
+def _identity(forecaster: dict[str, Any] | None, fallback: str) -> tuple[str, str]:
+    """(display name, models) of ``{forecaster_class, full_forecaster_config}``; which runs pair is
+    decided by :mod:`consistency.accuracy.pairing`, as for ``cc correlate``."""
     if not forecaster:
-        return fallback, fallback, "—"
+        return fallback, "—"
     cls = str(forecaster.get("forecaster_class") or forecaster.get("name") or fallback)
     config = forecaster.get("full_forecaster_config") or {}
     models = [str(config[k]) for k in ("model", "extractor", "members") if config.get(k)]
-    key = cls + json.dumps(config, sort_keys=True, default=str)
     if models:
         label = f"{cls} ({', '.join(models)})"
     else:  # no model to tell forecasters of one class apart: their options do
         options = ", ".join(f"{k}={v}" for k, v in sorted(config.items()) if isinstance(v, (int, float, str)))
         label = f"{cls} ({options[:60]})" if options else cls
-    return label, key, ", ".join(models) or "—"
+    return label, ", ".join(models) or "—"
 
 
 def _run_info(meta: dict[str, Any], models: str) -> dict[str, str]:
@@ -228,16 +224,6 @@ def _run_info(meta: dict[str, Any], models: str) -> dict[str, str]:
     return info
 
 
-def _paper_config(path: Path) -> dict[str, Any] | None:
-    """The paper's ``config.jsonl`` (first line) or ``stats_full_forecaster_config.json`` beside its forecasts."""
-    config = path / "config.jsonl"
-    if config.is_file():
-        for _, obj in iter_json_lines(config):
-            if isinstance(obj, dict):
-                return obj
-    return None
-
-
 # --------------------------------------------------------------------------- consistency
 
 
@@ -250,16 +236,16 @@ def _scored_dir(path: Path, name: str | None, top: int, meta: dict[str, Any] | N
         return run
     summary = _json(summary_path)
     if meta is not None:
-        label, key, models = _identity(meta.get("forecaster"), path.name)
+        label, models = _identity(meta.get("forecaster"), path.name)
         info = _run_info(meta, models)
         source = "cc evaluate run (tuples)"
     else:  # a `cc score` output: the forecaster of the one run it scored, else its directory's name
         inputs = [Path(i) for i in summary.get("inputs") or []]
         scored = inputs[0] / "run.json" if len(inputs) == 1 else None
         if scored is not None and scored.is_file():
-            label, key, _ = _identity(_json(scored).get("forecaster"), path.name)
+            label, _ = _identity(_json(scored).get("forecaster"), path.name)
         else:
-            label, key = path.name, pair_key(path.name)
+            label = path.name
         info = {
             "inputs": ", ".join(summary.get("inputs", [])),
             "date": str(summary.get("created", "—")),
@@ -268,7 +254,8 @@ def _scored_dir(path: Path, name: str | None, top: int, meta: dict[str, Any] | N
         source = "cc score output"
     params = summary.get("parameters") or {}
     info["parameters"] = ", ".join(f"{k}={v}" for k, v in params.items())
-    run = Run(path, name or label, source, name or key, info)
+    who = named(name) if name else identity_of(path, summary.get("inputs") or [])
+    run = Run(path, name or label, source, who, info)
     run.forecaster = (meta or {}).get("forecaster")
     for class_name, entry in summary.get("checks", {}).items():
         try:
@@ -374,9 +361,8 @@ def _read_scored_lines(file: Path, check: Check, top: int) -> tuple[dict[str, np
 def _forecasts(path: Path, name: str | None, top: int) -> Run:
     """Forecast files without our statistics (the paper's): scored as ``cc score`` scores them."""
     directory = path if path.is_dir() else path.parent
-    config = _paper_config(directory)
-    label, key, models = _identity(config, directory.name if path.is_dir() else path.stem)
-    key = key if config else pair_key(label)
+    config = forecaster_record(directory)  # the paper's config.jsonl, or an unscored run's run.json
+    label, models = _identity(config, directory.name if path.is_dir() else path.stem)
     info = {
         "forecaster": label,
         "class and config": json.dumps((config or {}).get("full_forecaster_config") or {}, default=str),
@@ -387,7 +373,8 @@ def _forecasts(path: Path, name: str | None, top: int) -> Run:
     report = score_path(path, ScoreParams())
     info["parameters"] = ", ".join(f"{k}={v}" for k, v in report.params.model_dump().items())
     source = "published forecasts" if config else "forecast files"
-    run = Run(path, name or label, source, name or key, info)
+    who = identity_of(directory) if path.is_dir() else identity([path.stem], config)
+    run = Run(path, name or label, source, named(name) if name else who, info)
     for scored in report.files:
         run.checks.append(_scored_file(scored, top))
     _order(run)
@@ -442,15 +429,14 @@ def _ground_truth_dir(path: Path, name: str | None, results: Path, meta: dict[st
     summary_path = path / "ground_truth_summary.json"
     summary = _json(summary_path) if summary_path.is_file() else {}
     if meta is not None:
-        label, key, models = _identity(meta.get("forecaster"), path.name)
+        label, models = _identity(meta.get("forecaster"), path.name)
         info = _run_info(meta, models)
         source = "cc evaluate run (ground truth)"
     else:
         paper = {k: summary[k] for k in ("forecaster", "full_forecaster_config") if k in summary}
         if "forecaster" in paper:
             paper["forecaster_class"] = paper.pop("forecaster")
-        label, key, models = _identity(paper or None, path.name)
-        key = key if paper else pair_key(label)
+        label, models = _identity(paper or None, path.name)
         info = {
             "forecaster": label,
             "class and config": json.dumps(paper.get("full_forecaster_config") or {}, default=str),
@@ -458,7 +444,7 @@ def _ground_truth_dir(path: Path, name: str | None, results: Path, meta: dict[st
             "questions": str(summary.get("total_questions", "—")),
         }
         source = "published ground truth" if paper else "ground-truth results"
-    run = Run(path, name or label, source, name or key, info)
+    run = Run(path, name or label, source, named(name) if name else identity_of(path), info)
     if not results.is_file():
         raise ReportInputError(f"{results}: missing; a ground-truth run writes it when it finishes scoring")
     rows = read_ground_truth(results, forecaster=run.name)

@@ -350,9 +350,17 @@ class Page:
         out.append("<h3>Leaderboard</h3>")
         out.append(
             '<p class="note">Most consistent first (mean over checks of the mean arbitrage violation), then lowest '
-            "Brier. Runs of one forecaster (same class and configuration, or the same NAME= on the command line) "
-            "share a row.</p>"
+            "Brier. Runs of one forecaster share a row: same class and configuration when both record them, "
+            "else the same name (case, - and _, and the paper's split suffixes ignored) or the same NAME= on the "
+            "command line; <code>cc correlate</code> pairs by the same rule.</p>"
         )
+        if comp.unpaired:
+            items = "".join(f"<li><code>{esc(path)}</code>: {esc(why)}</li>" for path, why in comp.unpaired.items())
+            n = len(comp.unpaired)
+            out.append(
+                f'<details class="note" data-unpaired="{n}"><summary>{n} run(s) without a partner</summary>'
+                f"<ul>{items}</ul></details>"
+            )
         out.append(
             table(
                 [

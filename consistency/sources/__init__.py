@@ -7,8 +7,9 @@ takes a questions or tuples path) does not pull in the HTTP client.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
+
+from ..names import lazy_exports
 
 _WHERE = {
     "FatalHTTPError": "http",
@@ -33,6 +34,7 @@ def __getattr__(name: str) -> Any:
     if name == "SOURCES":
         return {"metaculus": __getattr__("Metaculus"), "manifold": __getattr__("Manifold"),
                 "polymarket": __getattr__("Polymarket")}  # fmt: skip
-    if name in _WHERE:
-        return getattr(import_module(f".{_WHERE[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _lazy(name)
+
+
+_lazy = lazy_exports(__name__, {name: f".{module}" for name, module in _WHERE.items()})

@@ -1,4 +1,4 @@
-"""Ranking-method speed: ``python benchmarks/bench_scores.py``.
+"""Ranking-method speed: ``python benchmarks/bench_accuracy.py``.
 
 Prints
     difficulty_fit_s=<t> difficulty_peak_gb=<m>
@@ -23,7 +23,7 @@ import tracemalloc  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from consistency.scores import difficulty, proxy  # noqa: E402
+from consistency.accuracy import difficulty, proxy  # noqa: E402
 
 
 def sparse_panel(n_forecasters: int, n_questions: int, density: float, rng: np.random.Generator):

@@ -27,6 +27,7 @@ from ..files import check_from_name
 from ..jsonl import iter_json_lines, utf16_encoding
 from ..models import ForecastLine, GroundTruthRecord
 from .inputs import ScoreInputError, outcomes, probabilities
+from .pairing import forecaster_record
 
 log = logging.getLogger(__name__)
 
@@ -250,12 +251,8 @@ def recorded_forecaster(directory: str | Path) -> str | None:
     Naming a run by it, not by its time-stamped directory, lets a forecaster's tuple run and its
     ground-truth run meet under one name.
     """
-    try:
-        meta = json.loads((Path(directory) / "run.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    recorded = meta.get("forecaster") if isinstance(meta, dict) else None
-    name = recorded.get("name") if isinstance(recorded, dict) else None
+    recorded = forecaster_record(directory)
+    name = recorded.get("name") if recorded else None
     return str(name) if name else None
 
 

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from . import __version__
-from .checks import Check, all_checks, get_check
-from .files import FileKind, detect, validate_lines
-from .jsonl import LineError, atomic_write, dump_line, iter_json_lines, write_json
-from .metrics import (
+from .. import __version__
+from ..checks import Check, all_checks, get_check
+from ..files import FileKind, detect, validate_lines
+from ..jsonl import LineError, atomic_write, dump_line, iter_json_lines, write_json
+from ..models import ForecastLine
+from . import (
     ARBITRAGE_THRESHOLD,
     DEFAULT_EPSILON,
     ArbitrageResult,
@@ -31,7 +32,6 @@ from .metrics import (
     frequentist,
     summarize,
 )
-from .models import ForecastLine
 
 log = logging.getLogger(__name__)
 

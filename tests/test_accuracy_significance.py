@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from consistency.scores.inputs import ScoreInputError
-from consistency.scores.significance import (
+from consistency.accuracy.inputs import ScoreInputError
+from consistency.accuracy.significance import (
     early_closer_filter,
     group_weight,
     group_weights,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from reference import FORECASTS, GROUND_TRUTH, needs_reference
 
-from consistency.scores.inputs import ScoreInputError
-from consistency.scores.table import load_table
+from consistency.accuracy.inputs import ScoreInputError
+from consistency.accuracy.table import load_table
 
 CSV = """forecaster,question_id,prob,resolution,weight,batch,market_prob,resolved_at,scheduled_resolution
 alice,q1,0.7,yes,1,b1,0.6,2025-01-01,2025-02-01

@@ -8,8 +8,8 @@ import statistics
 import numpy as np
 import pytest
 
-from consistency.scores.inputs import ScoreInputError
-from consistency.scores.proxy import (
+from consistency.accuracy.inputs import ScoreInputError
+from consistency.accuracy.proxy import (
     AGGREGATORS,
     aggregate,
     batch_means,

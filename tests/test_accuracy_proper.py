@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference import GROUND_TRUTH, needs_reference
 
-from consistency.scores.inputs import ScoreInputError
-from consistency.scores.proper import (
+from consistency.accuracy.inputs import ScoreInputError
+from consistency.accuracy.proper import (
     absolute_error,
     brier,
     calibration_table,

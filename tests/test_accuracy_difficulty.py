@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from consistency.scores.difficulty import (
+from consistency.accuracy.difficulty import (
     DisconnectedPanelError,
     brier_skill_score,
     difficulty_adjusted_brier,
@@ -13,8 +13,8 @@ from consistency.scores.difficulty import (
     peer_score,
     two_way_fixed_effects,
 )
-from consistency.scores.inputs import ScoreInputError
-from consistency.scores.simulation import simulate_ranking_quality
+from consistency.accuracy.inputs import ScoreInputError
+from consistency.accuracy.simulation import simulate_ranking_quality
 
 
 def random_panel(seed: int, n_f: int, n_q: int, density: float):

@@ -2,46 +2,27 @@
 
 ``cc correlate GT_DIR SCORED_DIR`` is given ground-truth results (per question, or only a summary with
 the forecaster's mean Brier score) and consistency outputs (``cc score`` or ``cc evaluate`` directories
-with a ``summary.json``) for many forecasters at once. Each output (and each ground-truth run) is
-named by the forecaster recorded in its ``run.json``, else by the directory it scored, else by its
-own directory; names are paired after normalising case, ``-`` versus ``_`` and the paper's split
-suffixes (``_tuples_scraped``, ``_20240501_20240815``), so the published
-``BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped`` pairs with
+with a ``summary.json``) for many forecasters at once. Outputs and ground-truth runs are paired by
+:mod:`.pairing`, the rule ``cc report`` uses too: by recorded class and configuration, else by name (the
+forecaster recorded in ``run.json``, the directory scored, the own directory) after normalising case,
+``-`` versus ``_`` and the paper's split suffixes (``_tuples_scraped``, ``_20240501_20240815``), so the
+published ``BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped`` pairs with
 ``BasicForecaster_gpt4o-mini-2024-07-18_20240501_20240815``. Everything left out is listed with why.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ..jsonl import read_json_object
 from . import proper
 from .inputs import ScoreInputError
-from .table import load_table, recorded_forecaster
-
-_SPLIT = re.compile(r"(_tuples(_[a-z0-9]+)*|_\d{8}_\d{8})$")
-
-
-def split_name(name: str) -> tuple[str, str]:
-    """A published directory name as (forecaster, split): ``X_20240501_20240815`` is X on that date range,
-    ``X_tuples_scraped`` X on the scraped tuples; ``(name, "")`` when there is no split suffix."""
-    match = _SPLIT.search(name.lower())
-    if match is None or match.start() == 0:
-        return name, ""
-    return name[: match.start()], name[match.start() + 1 :]
-
-
-def pair_key(name: str) -> str:
-    """The name two outputs of one forecaster share: lower case, ``_`` for ``-``/space, no split suffix."""
-    key = re.sub(r"[-\s]+", "_", name.strip().lower())
-    while (stripped := _SPLIT.sub("", key)) != key:
-        key = stripped
-    return key
+from .pairing import Identity, identity, identity_of, match
+from .table import load_table
 
 
 @dataclass
@@ -49,12 +30,12 @@ class ConsistencyRun:
     """Mean violation per check and metric (``default`` = arbitrage, ``frequentist``) of one forecaster."""
 
     path: Path
-    names: list[str]  # recorded forecaster name, scored directory's name, own directory's name
+    identity: Identity  # names: recorded forecaster, scored directory, own directory
     violations: dict[str, dict[str, float]]
 
     @property
     def name(self) -> str:
-        return self.names[0]
+        return self.identity.names[0]
 
 
 @dataclass
@@ -64,6 +45,8 @@ class Truth:
     brier: float
     questions: int
     source: str
+    identity: Identity | None = None  # None: known by its name alone
+    path: Path | None = None  # its directory, when it has one
 
 
 @dataclass
@@ -73,26 +56,14 @@ class Sources:
     duplicates: int = 0  # repeated forecasts merged by the duplicates policy
 
 
-def _json(path: Path) -> dict | None:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
 def read_consistency(path: str | Path) -> ConsistencyRun:
     """A ``cc score``/``cc evaluate`` output directory (or its ``summary.json``)."""
     path = Path(path)
     summary_path = path / "summary.json" if path.is_dir() else path
-    summary = _json(summary_path)
+    summary = read_json_object(summary_path)
     if summary is None or not isinstance(summary.get("checks"), dict):
         raise ScoreInputError(f"{summary_path}: not a `cc score` summary (run `cc score` on the forecasts first)")
     directory = summary_path.parent
-    inputs = [Path(i) for i in summary.get("inputs") or []]
-    scored = inputs[0] if len(inputs) == 1 else None
-    names = [recorded_forecaster(directory), scored and recorded_forecaster(scored), scored and scored.name]
-    names = [n for n in names if n] + [directory.name]
     try:
         violations = {
             metric: {
@@ -104,11 +75,11 @@ def read_consistency(path: str | Path) -> ConsistencyRun:
         }
     except (KeyError, TypeError) as exc:
         raise ScoreInputError(f"{summary_path}: not a `cc score` summary (missing {exc})") from None
-    return ConsistencyRun(directory, list(dict.fromkeys(names)), violations)
+    return ConsistencyRun(directory, identity_of(directory, summary.get("inputs") or []), violations)
 
 
 def _is_consistency(path: Path) -> bool:
-    summary = _json(path)
+    summary = read_json_object(path)
     return summary is not None and isinstance(summary.get("checks"), dict) and "aggregate" in summary
 
 
@@ -156,21 +127,43 @@ def find_sources(paths: Sequence[str | Path], duplicates: str = "error") -> Sour
         losses = proper.brier(table.prob[resolved], table.resolution[resolved])
         names = table.forecaster[resolved]
         where = ", ".join(table.sources)
+        directories = _directories(per_question)
         for name in sorted(set(table.forecaster.tolist())):
             mine = losses[names == name]
-            found.truth[name] = Truth(float(mine.mean()) if len(mine) else float("nan"), len(mine), where)
+            directory = directories.get(name)
+            found.truth[name] = Truth(
+                float(mine.mean()) if len(mine) else float("nan"),
+                len(mine),
+                where,
+                identity_of(directory) if directory else identity([name]),
+                directory,
+            )
     return found
 
 
 def _add_summary(found: Sources, path: Path) -> None:
-    summary = _json(path)
+    summary = read_json_object(path)
     if summary is None or "avg_brier_score" not in summary:
         raise ScoreInputError(f"{path}: not a ground-truth summary (no avg_brier_score)")
     brier = summary["avg_brier_score"]
     questions = summary.get("scored", summary.get("total_questions", 0))
     found.truth[path.parent.name] = Truth(
-        float("nan") if brier is None else float(brier), int(questions or 0), str(path)
+        float("nan") if brier is None else float(brier),
+        int(questions or 0),
+        str(path),
+        identity_of(path.parent),
+        path.parent,
     )
+
+
+def _directories(files: Sequence[Path]) -> dict[str, Path]:
+    """Forecaster name -> the one directory its ``ground_truth_results.jsonl`` is in (as the table names it)."""
+    found: dict[str, list[Path]] = {}
+    for file in files:
+        if file.name == "ground_truth_results.jsonl":
+            ident = identity_of(file.parent)
+            found.setdefault(ident.names[0], []).append(file.parent)
+    return {name: dirs[0] for name, dirs in found.items() if len(dirs) == 1}
 
 
 @dataclass(frozen=True)
@@ -187,34 +180,26 @@ def pair(
     max_brier: float | None = 0.25,
     min_questions: int = 1,
 ) -> Pairing:
-    """Pair each ground-truth forecaster with its consistency output; say why anything is left out."""
+    """Pair each ground-truth forecaster with its consistency output (:func:`.pairing.match`, the rule
+    ``cc report`` uses too); say why anything is left out."""
     overrides = dict(overrides or {})
     left: dict[str, str] = {}
-    by_key: dict[str, list[str]] = {}
-    for name in truth:
-        by_key.setdefault(pair_key(name), []).append(name)
-    pairs: dict[str, ConsistencyRun] = {}
+    names = list(truth)
+    runs = list(runs)
+    fixed: dict[int, int] = {}
     for name, run in overrides.items():
         if name not in truth:
             left[name] = f"--pair {name}: no ground-truth forecaster of that name (known: {', '.join(truth)})"
-        else:
-            pairs[name] = run
-    taken = {r.path.resolve() for r in pairs.values()}
-    for run in runs:
-        if run.path.resolve() in taken:
             continue
-        matches = sorted({m for n in run.names for m in by_key.get(pair_key(n), [])} - set(overrides))
-        if len(matches) == 1 and matches[0] not in pairs:
-            pairs[matches[0]] = run
-        elif len(matches) > 1:
-            left[str(run.path)] = f"consistency output matches several forecasters ({', '.join(matches)}): use --pair"
-        elif matches:
-            left[str(run.path)] = f"a second consistency output for {matches[0]} (first: {pairs[matches[0]].path})"
-        else:
-            left[str(run.path)] = f"consistency output '{run.name}' matches no ground-truth forecaster"
-    for name in truth:
-        if name not in pairs:
-            left[name] = "no consistency output matches this forecaster"
+        same = [i for i, r in enumerate(runs) if r.path.resolve() == run.path.resolve()]
+        fixed[names.index(name)] = same[0] if same else len(runs)
+        if not same:
+            runs.append(run)
+    truth_ids = [truth[n].identity or identity([n]) for n in names]
+    found = match([r.identity for r in runs], truth_ids, fixed, override_hint="use --pair")
+    pairs = {names[j]: runs[i] for j, i in found.pairs.items()}
+    left.update({str(runs[i].path): why for i, why in found.consistency_left.items()})
+    left.update({names[j]: why for j, why in found.accuracy_left.items()})
     for name in list(pairs):
         t = truth[name]
         if t.questions < min_questions or np.isnan(t.brier):

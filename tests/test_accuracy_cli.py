@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from consistency.accuracy.inputs import ScoreInputError
+from consistency.accuracy.ranking import METHODS, compare, leaderboard
+from consistency.accuracy.table import load_table
 from consistency.datasets import sample_dir
 from consistency.jsonl import iter_json_lines
-from consistency.scores.inputs import ScoreInputError
-from consistency.scores.ranking import METHODS, compare, leaderboard
-from consistency.scores.table import load_table
-from consistency.scoring import score_path, write_report
+from consistency.metrics.forecast_files import score_path, write_report
 
 CC = Path(sys.executable).parent / "cc"
 NOISE = {"good": 0.05, "ok": 0.15, "meh": 0.25, "bad": 0.35}

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from consistency.scores.inputs import ScoreInputError
-from consistency.scores.versus import consistency_vs_brier, correlate, pearson_rows
+from consistency.accuracy.inputs import ScoreInputError
+from consistency.accuracy.versus import consistency_vs_brier, correlate, pearson_rows
 
 
 def test_pearson_matches_scipy():

@@ -1,0 +1,174 @@
+"""Which consistency result and which accuracy result come from one forecaster: the one rule that
+``cc correlate`` and ``cc report`` share.
+
+A result's :class:`Identity` is the names it is known by (the forecaster its ``run.json`` records,
+the run it scored, its own directory) and, when recorded, the forecaster's class and whole
+configuration (``run.json``, the paper's ``config.jsonl`` or ``ground_truth_summary.json``). Two
+results are one forecaster when both record a class and configuration and these are equal (two
+``constant`` forecasters with different ``p`` stay apart even though both are named ``constant``),
+otherwise when a name of one equals a name of the other after :func:`pair_key` (case, ``-`` versus
+``_`` and the paper's split suffixes ignored). A name given by the user (``--pair NAME=DIR``,
+``NAME=PATH``) overrides the rule.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..jsonl import read_json_object
+
+_SPLIT = re.compile(r"(_tuples(_[a-z0-9]+)*|_\d{8}_\d{8})$")
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """A published directory name as (forecaster, split): ``X_20240501_20240815`` is X on that date range,
+    ``X_tuples_scraped`` X on the scraped tuples; ``(name, "")`` when there is no split suffix."""
+    match = _SPLIT.search(name.lower())
+    if match is None or match.start() == 0:
+        return name, ""
+    return name[: match.start()], name[match.start() + 1 :]
+
+
+def pair_key(name: str) -> str:
+    """The name two outputs of one forecaster share: lower case, ``_`` for ``-``/space, no split suffix."""
+    key = re.sub(r"[-\s]+", "_", name.strip().lower())
+    while (stripped := _SPLIT.sub("", key)) != key:
+        key = stripped
+    return key
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who made a result: its names, best first, and its recorded class and configuration (canonical JSON)."""
+
+    names: tuple[str, ...]
+    recorded: str | None = None
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(pair_key(n) for n in self.names)
+
+
+def identity(names: Iterable[str | None], forecaster: Mapping[str, Any] | None = None) -> Identity:
+    """An :class:`Identity` from names (empty ones skipped) and ``{forecaster_class, full_forecaster_config}``."""
+    recorded = None
+    if isinstance(forecaster, Mapping) and forecaster.get("forecaster_class"):
+        config = forecaster.get("full_forecaster_config") or {}
+        recorded = str(forecaster["forecaster_class"]) + json.dumps(config, sort_keys=True, default=str)
+    return Identity(tuple(dict.fromkeys(str(n) for n in names if n)), recorded)
+
+
+def named(name: str) -> Identity:
+    """The identity of a result the user named: the name alone decides."""
+    return Identity((name,))
+
+
+def forecaster_record(directory: str | Path) -> dict[str, Any] | None:
+    """What a directory records about its forecaster: ``run.json``'s ``forecaster`` (``cc evaluate`` runs), the
+    paper's ``config.jsonl`` (first line) or ``ground_truth_summary.json`` (``forecaster`` = its class)."""
+    directory = Path(directory)
+    run = read_json_object(directory / "run.json")
+    if run is not None:
+        recorded = run.get("forecaster")
+        return recorded if isinstance(recorded, dict) else None
+    try:
+        with (directory / "config.jsonl").open(encoding="utf-8") as fh:
+            first = json.loads(fh.readline())
+        if isinstance(first, dict) and first.get("forecaster_class"):
+            return first
+    except (OSError, UnicodeDecodeError, ValueError):
+        pass
+    summary = read_json_object(directory / "ground_truth_summary.json")
+    if summary is not None and summary.get("forecaster"):
+        return {
+            "forecaster_class": summary["forecaster"],
+            "full_forecaster_config": summary.get("full_forecaster_config") or {},
+        }
+    return None
+
+
+def identity_of(directory: str | Path, inputs: Sequence[str | Path] = ()) -> Identity:
+    """A result directory's identity; a ``cc score`` output (``inputs`` = what it scored) that records no
+    forecaster of its own takes that of the one run it scored."""
+    directory = Path(directory)
+    mine = forecaster_record(directory)
+    own_run = (directory / "run.json").is_file()  # a run directory's summary lists its benchmark as input
+    scored = Path(inputs[0]) if len(inputs) == 1 and not own_run else None
+    theirs = forecaster_record(scored) if scored is not None else None
+    recorded = mine or theirs
+    names = [_name(mine), _name(theirs), scored.name if scored is not None else None, directory.name]
+    return identity(names, recorded)
+
+
+def same_forecaster(a: Identity, b: Identity) -> bool:
+    """The pairing rule (see the module's docstring)."""
+    if a.recorded is not None and b.recorded is not None:
+        return a.recorded == b.recorded
+    return bool(a.keys & b.keys)
+
+
+@dataclass
+class Matching:
+    """Accuracy result index -> consistency result index, and why each other result stays unpaired."""
+
+    pairs: dict[int, int] = field(default_factory=dict)
+    consistency_left: dict[int, str] = field(default_factory=dict)
+    accuracy_left: dict[int, str] = field(default_factory=dict)
+
+
+def match(
+    consistency: Sequence[Identity],
+    accuracy: Sequence[Identity],
+    overrides: Mapping[int, int] | None = None,
+    *,
+    override_hint: str = "name one with NAME=",
+) -> Matching:
+    """Pair each accuracy result with at most one consistency result of the same forecaster.
+
+    ``overrides`` (accuracy index -> consistency index) are fixed first; a consistency result matching
+    several accuracy results, or an accuracy result already paired, stays unpaired with the reason."""
+    result = Matching(dict(overrides or {}))
+    fixed = set(result.pairs)
+    taken = set(result.pairs.values())
+    for i, mine in enumerate(consistency):
+        if i in taken:
+            continue
+        found = [j for j, theirs in enumerate(accuracy) if j not in fixed and same_forecaster(mine, theirs)]
+        names = ", ".join(_label(accuracy[j]) for j in found)
+        if len(found) == 1 and found[0] not in result.pairs:
+            result.pairs[found[0]] = i
+        elif len(found) > 1:
+            result.consistency_left[i] = f"consistency output matches several forecasters ({names}): {override_hint}"
+        elif found:
+            first = consistency[result.pairs[found[0]]]
+            result.consistency_left[i] = f"a second consistency output for {names} (first: {_label(first)})"
+        else:
+            result.consistency_left[i] = _no_match(mine, accuracy, override_hint)
+    for j in range(len(accuracy)):
+        if j not in result.pairs:
+            result.accuracy_left[j] = "no consistency output matches this forecaster"
+    return result
+
+
+def _no_match(mine: Identity, accuracy: Sequence[Identity], hint: str) -> str:
+    namesakes = [_label(a) for a in accuracy if mine.keys & a.keys]
+    if namesakes:  # same name, different recorded configuration: say so, it is easy to miss
+        return (
+            f"consistency output '{_label(mine)}' records another class or configuration than {', '.join(namesakes)} "
+            f"of the same name: {hint} to pair them anyway"
+        )
+    return f"consistency output '{_label(mine)}' matches no ground-truth forecaster"
+
+
+def _label(ident: Identity) -> str:
+    return ident.names[0] if ident.names else "?"
+
+
+def _name(recorded: Mapping[str, Any] | None) -> str | None:
+    name = recorded.get("name") if recorded else None
+    return str(name) if name else None
