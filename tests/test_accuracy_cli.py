@@ -132,3 +132,91 @@ def test_early_closers_are_held_back_until_their_scheduled_date(tmp_path):
     assert {s.forecaster: s.n_questions for s in july} == {"a": 2, "b": 2}
     result = cc("leaderboard", path, "--as-of", "2025-04-01")
     assert result.returncode == 0 and "1 early-closing question(s) held back" in result.stderr
+
+
+def with_bad_rows(forecasts: Path, target: Path) -> tuple[Path, list[str]]:
+    """The table with four bad rows slipped in (prob 1.7, unknown resolution, a ragged row, no question id);
+    returns the ``file:line: reason`` each should be reported as."""
+    lines = forecasts.read_text().splitlines()
+    bad = ["good,q9001,1.7,1,0.5", "bad,q9002,0.5,maybe,0.5", "ok,q9003,0.5", "meh,,0.5,1,0.5"]
+    at = [5, 50, 300, 900]
+    for i, row in zip(at, bad, strict=True):
+        lines.insert(i, row)
+    target.write_text("\n".join(lines) + "\n")
+    return target, [
+        f"{target}:{i + 1}: {why}"
+        for i, why in zip(
+            at,
+            [
+                "prob must be a probability in [0, 1]",
+                "resolution 'maybe' is not yes/no, true/false or 1/0",
+                "3 field(s) where the header has 5",
+                "missing question_id",
+            ],
+            strict=True,
+        )
+    ]
+
+
+def test_bad_rows_are_skipped_and_listed_by_leaderboard_compare_and_correlate(tmp_path, forecasts):
+    """Each bad row: one line naming file, line and reason, then the count; the result is the clean table's."""
+    dirty, expected = with_bad_rows(forecasts, tmp_path / "dirty.csv")
+    runs = []
+    for command in (
+        ("leaderboard", "--json"),
+        ("compare", "good", "bad", "--resamples", "500", "--json"),
+    ):
+        clean = cc(*command[:1], *command[1:], forecasts)
+        result = cc(*command[:1], *command[1:], dirty)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == json.loads(clean.stdout)
+        runs.append(result)
+    rng = np.random.default_rng(1)
+    args = []
+    for name, noise in NOISE.items():
+        write_noisy_run(tmp_path / f"in_{name}", noise, rng)
+        write_report(score_path(tmp_path / f"in_{name}"), tmp_path / f"scores_{name}")
+        args += ["--pair", f"{name}=" + str(tmp_path / f"scores_{name}")]
+    correlated = cc("correlate", dirty, *args, "--max-brier", "1", "--bootstrap", "100", "--json")
+    assert correlated.returncode == 0, correlated.stderr
+    assert json.loads(correlated.stdout)["default"]["aggregate"]["n"] == 4
+    for result in (*runs, correlated):
+        listed = [line.strip().removeprefix("skipped ") for line in result.stderr.splitlines() if "skipped " in line]
+        assert listed == expected
+        assert "4 bad row(s) skipped" in result.stderr.splitlines()[len(expected)]
+
+
+def test_bad_lines_of_jsonl_ground_truth_and_run_directories_are_skipped(tmp_path):
+    table = tmp_path / "t.jsonl"
+    table.write_text(
+        '{"forecaster": "a", "question_id": "q1", "prob": 0.8, "resolution": 1}\n'
+        '{"forecaster": "a", "question_id": "q2", "prob": 0.3, "resolution": 0\n'
+        '{"forecaster": "b", "question_id": "q1", "prob": 0.6, "resolution": 1}\n'
+        "[1, 2]\n"
+        '{"forecaster": "b", "question_id": "q2", "prob": 0.4, "resolution": 0}\n'
+    )
+    run = tmp_path / "run"
+    write_noisy_run(run, 0.0, np.random.default_rng(0))
+    neg = run / "NegChecker.jsonl"
+    lines = neg.read_text().splitlines()
+    neg.write_text("\n".join([lines[0], '{"line": {"P": {}}}', *lines[1:]]) + "\n")
+    result = cc("leaderboard", table, run, "--method", "proxy-mean")
+    assert result.returncode == 0, result.stderr
+    assert f"skipped {table}:2: invalid JSON" in result.stderr
+    assert f"skipped {table}:4: expected a JSON object, got list" in result.stderr
+    assert f"skipped {neg}:2: line.P.question: " in result.stderr
+    assert "3 bad row(s) skipped" in result.stderr
+
+
+def test_nothing_usable_left_is_one_sentence_and_exit_2(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("forecaster,question_id,prob\nx,q1,2\nx,q2,abc\n")
+    for args in (("leaderboard",), ("compare", "x", "y")):
+        result = cc(*args, path)
+        assert result.returncode == 2
+        assert result.stderr.splitlines() == [
+            f"  skipped {path}:2: prob must be a probability in [0, 1]",
+            f"  skipped {path}:3: prob must be a probability in [0, 1]",
+            "2 bad row(s) skipped",
+            f"error no usable forecasts in {path}: all 2 row(s) are bad",
+        ]

@@ -27,7 +27,7 @@ from consistency.forecasters import BasicForecaster
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
 from consistency.metrics.forecast_files import score_path
-from consistency.testing import Fault, ScriptedServer, every_nth, probability_rule
+from consistency.testing import Fault, Reply, ScriptedServer, every_nth, probability_rule
 
 FAST = LLMSettings(timeout=5, max_backoff=0.05, max_connections=16)
 RESULT_FILES = ("summary.json", "forecasts.jsonl")
@@ -257,3 +257,73 @@ def test_a_key_passed_as_an_option_is_not_written_to_the_run(tmp_path, monkeypat
     evaluate(f"{path}::Keyed", forecaster_options={"api_key": secret}, checks=["neg"], limit=2, out=tmp_path / "r")
     for file in (tmp_path / "r").iterdir():
         assert secret not in file.read_text(), file.name
+
+
+def test_a_resume_keeps_the_recorded_options_unless_given_again(tmp_path):
+    """A first run with --no-cache and --max-attempts 1: a bare --resume keeps both (no cache file appears,
+    a 500 is not retried); an option that changes what the run measures is refused with one sentence;
+    a call option given again is used, said, and kept for later resumes."""
+    cache = tmp_path / "cache" / "responses.sqlite"
+    broken = every_nth(probability_rule(), 3, Fault.server_error(500))
+    with ScriptedServer(broken) as srv:
+        spec = srv.model_spec()
+        first = ["evaluate", "-f", spec, "-c", "neg", "-n", "6", "-o", "run", "--no-cache", "--max-attempts", "1"]
+        assert runner.invoke(app, first).exit_code == 0
+        assert not cache.exists()
+        failed = json.loads((tmp_path / "run" / "summary.json").read_text())["questions"]["failed"]
+        asked = srv.count
+        again = runner.invoke(app, ["evaluate", "--resume", "run"])
+        assert again.exit_code == 0, again.output
+        assert not cache.exists()  # the cache stayed off
+        assert srv.count - asked == failed  # each failed question asked once: max_attempts 1 was kept
+        meta = json.loads((tmp_path / "run" / "run.json").read_text())
+        assert meta["llm"]["cache"] is False and meta["llm"]["max_attempts"] == 1
+        asked = srv.count
+        for conflict, flag in ((["-n", "2"], "--limit"), (["-c", "cond"], "--checks"), (["-f", "constant"], "-f")):
+            refused = runner.invoke(app, ["evaluate", "--resume", "run", *conflict])
+            assert refused.exit_code == 2
+            said = " ".join(refused.output.split())
+            assert said.startswith("error --") and flag.lstrip("-")[0] in said and "a resume finishes a run" in said
+        assert srv.count == asked  # refused before any call
+        same = runner.invoke(app, ["evaluate", "--resume", "run", *first[1:9], "--cache", "--max-attempts", "4"])
+        assert same.exit_code == 0, same.output
+        said = " ".join(same.output.split())
+        assert "--cache: the response cache is on from this resume on (the run had it off)" in said
+        assert "--max-attempts 4: used from this resume on (the run had 1)" in said
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["llm"]["cache"] is True and meta["llm"]["max_attempts"] == 4
+
+
+def test_answers_cut_at_the_token_limit_are_recorded_failures_with_the_reason(tmp_path):
+    def always_cut(request):
+        return Reply.json({"reasoning": "the answer ran", "prob": 0.4}, finish_reason="length")
+
+    with ScriptedServer(always_cut) as srv:
+        result = evaluate(srv.model_spec(), checks=["neg"], limit=2, out=tmp_path / "run", options=RunOptions(llm=FAST))
+        assert srv.count == 2 * result.meta["questions"]  # each asked once more with room, no more
+    assert len(result.failures) == result.meta["questions"]
+    assert {f["error"] for f in result.failures} == {"answer truncated at 1024 tokens"}
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "complete"
+
+
+def test_time_queued_for_the_models_slots_does_not_count_against_the_forecast_timeout(tmp_path):
+    """One slot (as the bundled model has 4), 0.3 s per answer and a 1.5 s forecast timeout: questions
+    queued far longer than 1.5 s behind the others are answered; the one whose answer hangs times out,
+    and the ones queued behind it are answered after it."""
+    hang = Fault.hang(30)
+
+    def rule(request):
+        return hang if request.index == 2 else probability_rule()(request)
+
+    slow = LLMSettings(timeout=60, max_backoff=0.05, max_connections=1, max_attempts=1)
+    with ScriptedServer(rule, latency=0.3) as srv:
+        result = evaluate(
+            srv.model_spec(),
+            checks=["neg"],
+            limit=6,
+            out=tmp_path / "run",
+            options=RunOptions(llm=slow, concurrency=32, timeout=1.5),
+        )
+        assert srv.max_in_flight == 1
+    assert result.meta["questions"] == 12  # about 4 s of queue for the last one, against 1.5 s of timeout
+    assert [f["error"] for f in result.failures] == ["timed out after 1.5 s"]

@@ -344,12 +344,12 @@ def test_leaderboard_reads_excel_and_windows_csv(tmp_path, encoding, prefix):
     assert sorted(names) == (["b", "café"] if encoding == "latin-1" else ["a", "b"])
 
 
-def test_a_ragged_csv_row_is_an_error_with_file_and_line(tmp_path):
+def test_a_ragged_csv_row_is_skipped_with_file_and_line(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text(HEADER + "a,q1,0.9,1\nb,q1,0.6\n")
     done = runner.invoke(app, ["leaderboard", str(path)])
-    assert done.exit_code != 0
-    assert f"{path}:3: 3 field(s) where the header has 4" in " ".join(done.output.split())
+    assert done.exit_code == 0
+    assert f"skipped {path}:3: 3 field(s) where the header has 4" in " ".join(done.output.split())
 
 
 def test_evaluate_reports_skipped_tuple_lines(tmp_path):
@@ -429,12 +429,12 @@ def test_random_faults_lose_nothing_and_bill_what_the_transcript_says(tmp_path):
         probability_rule(),
         {"429": 0.05, "500": 0.05, "hang": 0.03, "malformed": 0.04, "drop": 0.03},
         seed=1,
-        hang_seconds=5,
+        hang_seconds=30,
         retry_after=0.01,
     )
-    with ScriptedServer(rule) as srv:
+    with ScriptedServer(rule) as srv:  # a 2 s timeout ends hangs, not normal answers on a loaded machine
         results, stats = ask(
-            srv.model_spec(), 40, LLMSettings(timeout=0.5, max_backoff=0.05, max_attempts=10), tmp_path / "c.jsonl"
+            srv.model_spec(), 40, LLMSettings(timeout=2.0, max_backoff=0.05, max_attempts=10), tmp_path / "c.jsonl"
         )
         billed = srv.billed
     assert all(r.ok for r in results)

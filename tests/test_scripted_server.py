@@ -38,6 +38,7 @@ from consistency.testing import (  # noqa: E402
     probability_rule,
     schema_rule,
     sequence,
+    together,
 )
 
 QUESTION = "Will the Eiffel Tower still stand on 2030-01-01?"
@@ -263,27 +264,26 @@ def test_server_error_raises_internal_server_error(status):
 
 
 def test_hang_times_out_while_other_requests_are_served():
+    """While "slow" hangs (an hour), "fast" is answered: the server held both at once. No clock is read:
+    stopping the server does not wait for the hang, or the test would take an hour."""
+
     def rule(request):
-        return Fault.hang(30) if request.last_user_text == "slow" else probability_rule()(request)
+        return Fault.hang(3600) if request.last_user_text == "slow" else probability_rule()(request)
 
     async def run(srv):
-        async with client(srv, timeout=0.3) as c:
-            start = time.perf_counter()
-            slow, fast = await asyncio.gather(
-                c.chat.completions.create(model="m", messages=ask("slow")),
-                c.chat.completions.create(model="m", messages=ask("fast")),
-                return_exceptions=True,
-            )
-            return slow, fast, time.perf_counter() - start
+        async with client(srv, timeout=30) as c:
+            slow = asyncio.ensure_future(c.chat.completions.create(model="m", messages=ask("slow"), timeout=3))
+            while srv.count < 1 and not slow.done():  # "slow" has arrived and hangs
+                await asyncio.sleep(0.01)
+            fast = await c.chat.completions.create(model="m", messages=ask("fast"))
+            in_flight = srv.max_in_flight
+            return await asyncio.gather(slow, return_exceptions=True), fast, in_flight
 
     with ScriptedServer(rule) as srv:
-        slow, fast, elapsed = asyncio.run(run(srv))
-        start = time.perf_counter()
-    assert time.perf_counter() - start < 2  # stop() does not wait for the 30 s hang
+        (slow,), fast, in_flight = asyncio.run(run(srv))
+    assert in_flight == 2
     assert isinstance(slow, openai.APITimeoutError)
-    assert not isinstance(fast, BaseException), fast
     assert fast.choices[0].message.content.endswith(f"{probability_for('fast'):.2f}")
-    assert elapsed < 2
 
 
 def test_hang_then_answers_normally():
@@ -378,19 +378,19 @@ def test_every_nth_and_sequence_follow_global_arrival_order():
 # ---- concurrency, embeddings, ways to run -----------------------------------------------------
 
 
-def test_latency_is_paid_concurrently_by_64_requests():
+def test_64_requests_are_served_at_once():
+    """Each of 64 requests is held until all 64 have arrived (``together``): they are all answered only
+    if the server serves them concurrently; its record of requests in flight says 64 too."""
+
     async def run(srv):
         async with client(srv) as c:
-            start = time.perf_counter()
-            answers = await asyncio.gather(
+            return await asyncio.gather(
                 *(c.chat.completions.create(model="m", messages=ask(f"q{i}")) for i in range(64))
             )
-            return answers, time.perf_counter() - start
 
-    with ScriptedServer(latency=0.2) as srv:
-        answers, elapsed = asyncio.run(run(srv))
-        assert srv.count == 64
-    assert 0.2 <= elapsed < 1.5, elapsed
+    with ScriptedServer(together(probability_rule(), 64), latency=0.2) as srv:
+        answers = asyncio.run(run(srv))
+        assert srv.count == 64 and srv.max_in_flight == 64
     assert [a.choices[0].message.content[-4:] for a in answers] == [
         f"{probability_for(f'q{i}'):.2f}" for i in range(64)
     ]
@@ -437,7 +437,7 @@ def test_module_entry_point_serves_until_interrupted():
         with urllib.request.urlopen(url.removesuffix("/v1") + "/health", timeout=5) as response:
             assert json.loads(response.read()) == {"status": "ok"}
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=5) == 0
+        assert process.wait(timeout=60) == 0
     finally:
         process.kill()
         process.wait()

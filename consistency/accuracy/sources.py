@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from . import proper
 from .inputs import ScoreInputError
 from .pairing import Identity, identity, identity_of, match
 from .table import load_table
+
+if TYPE_CHECKING:
+    from ..jsonl import LineError
 
 
 @dataclass
@@ -83,12 +87,15 @@ def _is_consistency(path: Path) -> bool:
     return summary is not None and isinstance(summary.get("checks"), dict) and "aggregate" in summary
 
 
-def find_sources(paths: Sequence[str | Path], duplicates: str = "error") -> Sources:
+def find_sources(
+    paths: Sequence[str | Path], duplicates: str = "error", skipped: list[LineError] | None = None
+) -> Sources:
     """Sort PATHS (files or directories, searched recursively) into consistency outputs and ground truth.
 
     Per-question ground truth (``ground_truth_results.jsonl``, long tables) gives each forecaster's mean
     Brier score over resolved questions; a ``ground_truth_summary.json`` without results beside it gives
-    the stored mean, which is all the correlation needs.
+    the stored mean, which is all the correlation needs. Bad per-question rows are an error, or left out
+    into ``skipped`` when it is given (see :func:`~.table.load_table`).
     """
     found = Sources()
     per_question: list[Path] = []
@@ -121,7 +128,7 @@ def find_sources(paths: Sequence[str | Path], duplicates: str = "error") -> Sour
                 "(score forecast directories with `cc score` first)"
             )
     if per_question:
-        table = load_table(per_question, duplicates)
+        table = load_table(per_question, duplicates, skipped)
         found.duplicates = table.duplicates
         resolved = np.isfinite(table.resolution)
         losses = proper.brier(table.prob[resolved], table.resolution[resolved])

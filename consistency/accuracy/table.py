@@ -5,7 +5,9 @@ its resolution (if resolved), an optional weight, batch, market probability, the
 resolved and the time it was scheduled to. Sources: a CSV or JSONL long table, the paper's
 ``ground_truth_results.jsonl`` files, and run directories of ``<Checker>.jsonl`` forecast lines
 (one forecaster each, named as its ``run.json`` records, else after the directory). Problems are reported with the file
-and line. A (forecaster, question) pair given twice with different forecasts (the paper re-asked
+and line: by default the first bad row is an error; given a ``skipped`` list, each bad row is left out and
+recorded there (a :class:`~consistency.jsonl.LineError`), so that one bad row does not cost the rest. A
+(forecaster, question) pair given twice with different forecasts (the paper re-asked
 questions) is an error unless the caller picks a policy (``duplicates``: mean, first or last);
 the table then counts how many pairs the policy merged.
 """
@@ -16,6 +18,7 @@ import csv
 import io
 import json
 import logging
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from ..files import check_from_name
-from ..jsonl import iter_json_lines, utf16_encoding
+from ..jsonl import LineError, iter_json_lines, utf16_encoding
 from ..models import ForecastLine, GroundTruthRecord
-from .inputs import ScoreInputError, outcomes, probabilities
+from .inputs import ScoreInputError, outcomes
 from .pairing import forecaster_record
 
 log = logging.getLogger(__name__)
@@ -127,53 +130,106 @@ def _deduplicate(rows: Sequence[dict], where: list[str], duplicates: str) -> tup
     return out_rows, out_where, merged
 
 
-def build_table(rows: Sequence[dict], sources: Iterable[str] = (), duplicates: str = "error") -> ForecastTable:
+def _skip(skipped: list[LineError] | None, error: LineError) -> None:
+    """Record a bad row in ``skipped``, or (strict: no list given) stop with it."""
+    if skipped is None:
+        raise ScoreInputError(str(error))
+    skipped.append(error)
+
+
+def _row_error(where: str, message: str) -> LineError:
+    """``file:line`` (maybe followed by `` (slot)``, a question of a tuple) and a reason as a :class:`LineError`."""
+    path, _, rest = where.rpartition(":")
+    number, _, slot = rest.partition(" ")
+    if not (path and number.isdigit()):
+        return LineError(where, 0, None, message)
+    return LineError(path, int(number), f"line.{slot.strip('()')}" if slot else None, message)
+
+
+#: The usual resolutions, read without numpy (a row at a time adds up over millions of rows).
+_RESOLUTIONS = {"yes": 1.0, "no": 0.0, "true": 1.0, "false": 0.0, "1": 1.0, "0": 0.0, 1: 1.0, 0: 0.0}
+
+
+def _row(r: dict) -> tuple | str:
+    """One row's typed values, or why it cannot be used."""
+    for name in ("forecaster", "question_id", "prob"):
+        if r.get(name) in (None, ""):
+            return f"missing {name}"
+    prob = _float(r["prob"])
+    if not 0.0 <= prob <= 1.0:
+        return "prob must be a probability in [0, 1]"
+    resolution, value = np.nan, r.get("resolution")
+    if value not in (None, "", "null", "None"):
+        key = value.strip().lower() if isinstance(value, str) else value
+        resolution = _RESOLUTIONS.get(key) if isinstance(key, (str, int, float)) else None
+        if resolution is None:  # numpy scalars and the like: the general (slower) reading
+            try:
+                resolution = outcomes([value])[0]
+            except ScoreInputError:
+                return f"resolution {value!r} is not yes/no, true/false or 1/0"
+    weight = _float(r.get("weight"), 1.0)
+    if not (math.isfinite(weight) and weight >= 0):
+        return "weight must be a non-negative number"
+    market = _float(r.get("market_prob"), np.nan)
+    if market < 0 or market > 1:
+        return "market_prob must be a probability in [0, 1]"
+    try:
+        times = [_time(r.get(name)) for name in ("resolved_at", "scheduled_resolution")]
+    except ValueError as exc:
+        return str(exc)
+    return (
+        str(r["forecaster"]),
+        str(r["question_id"]),
+        prob,
+        resolution,
+        weight,
+        str(r.get("batch") or ""),
+        market,
+        *times,
+    )
+
+
+def build_table(
+    rows: Sequence[dict],
+    sources: Iterable[str] = (),
+    duplicates: str = "error",
+    skipped: list[LineError] | None = None,
+) -> ForecastTable:
     """Validate rows (dicts with the columns above) into a table; errors name the row's origin.
 
-    Each row may carry ``_where`` (e.g. ``file:line``) used in error messages. A pair forecast twice is
-    an error, or merged by ``duplicates`` (``mean``, ``first``, ``last``; counted in ``table.duplicates``).
+    Each row may carry ``_where`` (e.g. ``file:line``) used in error messages. A bad row is an error, or,
+    given a ``skipped`` list, left out and recorded there. A pair forecast twice is an error, or merged by
+    ``duplicates`` (``mean``, ``first``, ``last``; counted in ``table.duplicates``).
     """
     _check_policy(duplicates)
-    where = [r.get("_where", f"row {i + 1}") for i, r in enumerate(rows)]
-    for name in ("forecaster", "question_id", "prob"):
-        for w, r in zip(where, rows, strict=True):
-            if r.get(name) in (None, ""):
-                raise ScoreInputError(f"{w}: missing {name}")
-    rows, where, merged = _deduplicate(rows, where, duplicates)
-    try:
-        prob = probabilities([_float(r["prob"]) for r in rows], "prob")
-    except ScoreInputError:
-        bad = next(w for w, r in zip(where, rows, strict=True) if not 0.0 <= _float(r["prob"]) <= 1.0)
-        raise ScoreInputError(f"{bad}: prob must be a probability in [0, 1]") from None
-    resolution = np.full(len(rows), np.nan)
-    for i, (w, r) in enumerate(zip(where, rows, strict=True)):
-        value = r.get("resolution")
-        if value in (None, "", "null", "None"):
-            continue
-        try:
-            resolution[i] = outcomes([value])[0]
-        except ScoreInputError:
-            raise ScoreInputError(f"{w}: resolution {value!r} is not yes/no, true/false or 1/0") from None
-    weight = np.array([_float(r.get("weight"), 1.0) for r in rows])
-    if np.any(~np.isfinite(weight) | (weight < 0)):
-        bad = next(w for w, x in zip(where, weight, strict=True) if not (np.isfinite(x) and x >= 0))
-        raise ScoreInputError(f"{bad}: weight must be a non-negative number")
-    market = np.array([_float(r.get("market_prob"), np.nan) for r in rows])
-    if np.any((market < 0) | (market > 1)):
-        bad = next(w for w, x in zip(where, market, strict=True) if x < 0 or x > 1)
-        raise ScoreInputError(f"{bad}: market_prob must be a probability in [0, 1]")
+    good_rows, good_where = [], []
+    for i, r in enumerate(rows):
+        w = r.get("_where", f"row {i + 1}")
+        parsed = _row(r)
+        if isinstance(parsed, str):
+            if skipped is None:
+                raise ScoreInputError(f"{w}: {parsed}")
+            skipped.append(_row_error(w, parsed))
+        else:
+            good_rows.append({**r, "_parsed": parsed})
+            good_where.append(w)
+    rows, _, merged = _deduplicate(good_rows, good_where, duplicates)
+    if not rows:
+        where_from = ", ".join(sources) or "the input"
+        why = f"all {len(skipped)} row(s) are bad" if skipped else "it holds no rows"
+        raise ScoreInputError(f"no usable forecasts in {where_from}: {why}")
+    # a merged pair's prob is the policy's, not the first row's
+    columns = list(zip(*((*r["_parsed"][:2], _float(r["prob"]), *r["_parsed"][3:]) for r in rows), strict=True))
     return ForecastTable(
-        forecaster=np.array([str(r["forecaster"]) for r in rows], dtype=object),
-        question_id=np.array([str(r["question_id"]) for r in rows], dtype=object),
-        prob=prob,
-        resolution=resolution,
-        weight=weight,
-        batch=np.array([str(r.get("batch") or "") for r in rows], dtype=object),
-        market_prob=market,
-        resolved_at=np.array([_time(r.get("resolved_at"), w) for w, r in zip(where, rows, strict=True)]),
-        scheduled_resolution=np.array(
-            [_time(r.get("scheduled_resolution"), w) for w, r in zip(where, rows, strict=True)]
-        ),
+        forecaster=np.array(columns[0], dtype=object),
+        question_id=np.array(columns[1], dtype=object),
+        prob=np.array(columns[2], dtype=float),
+        resolution=np.array(columns[3], dtype=float),
+        weight=np.array(columns[4], dtype=float),
+        batch=np.array(columns[5], dtype=object),
+        market_prob=np.array(columns[6], dtype=float),
+        resolved_at=np.array(columns[7], dtype="datetime64[s]"),
+        scheduled_resolution=np.array(columns[8], dtype="datetime64[s]"),
         sources=list(sources),
         duplicates=merged,
     )
@@ -188,13 +244,13 @@ def _float(value, default: float = np.nan) -> float:
         return np.nan
 
 
-def _time(value, where: str) -> np.datetime64:
+def _time(value) -> np.datetime64:
     if value in (None, ""):
         return np.datetime64("NaT", "s")
     try:
         parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
-        raise ScoreInputError(f"{where}: cannot read the date {value!r}") from None
+        raise ValueError(f"cannot read the date {value!r}") from None
     if parsed.tzinfo is not None:  # compare everything in UTC
         parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     return np.datetime64(parsed, "s")
@@ -222,8 +278,9 @@ def _utf16_order(data: bytes) -> str:
     return "utf-16-le" if data[1::2][:32].count(0) >= data[0::2][:32].count(0) else "utf-16-be"
 
 
-def read_long_table(path: str | Path) -> list[dict]:
-    """Rows of a CSV (with a header) or JSONL long table, each tagged with ``file:line``."""
+def read_long_table(path: str | Path, skipped: list[LineError] | None = None) -> list[dict]:
+    """Rows of a CSV (with a header) or JSONL long table, each tagged with ``file:line``; a malformed line is
+    an error, or recorded in ``skipped`` and left out."""
     path = Path(path)
     rows: list[dict] = []
     if path.suffix.lower() == ".csv":
@@ -235,12 +292,17 @@ def read_long_table(path: str | Path) -> list[dict]:
         for row in reader:
             if None in row or None in row.values():  # DictReader's marks of a row longer or shorter than the header
                 n = len(header) + len(row.get(None) or ()) - sum(v is None for v in row.values())
-                raise ScoreInputError(f"{path}:{reader.line_num}: {n} field(s) where the header has {len(header)}")
+                _skip(
+                    skipped,
+                    LineError(str(path), reader.line_num, None, f"{n} field(s) where the header has {len(header)}"),
+                )
+                continue
             rows.append({**row, "_where": f"{path}:{reader.line_num}"})
         return rows
     for number, obj in iter_json_lines(path):
-        if not isinstance(obj, dict):
-            raise ScoreInputError(str(obj))
+        if isinstance(obj, LineError):
+            _skip(skipped, obj)
+            continue
         rows.append({**obj, "_where": f"{path}:{number}"})
     return rows
 
@@ -256,19 +318,23 @@ def recorded_forecaster(directory: str | Path) -> str | None:
     return str(name) if name else None
 
 
-def read_ground_truth(path: str | Path, forecaster: str | None = None) -> list[dict]:
+def read_ground_truth(
+    path: str | Path, forecaster: str | None = None, skipped: list[LineError] | None = None
+) -> list[dict]:
     """Rows from the paper's ``ground_truth_results.jsonl`` (forecaster named as its run records, else after
-    its folder)."""
+    its folder); a bad line is an error, or recorded in ``skipped`` and left out."""
     path = Path(path)
     name = forecaster or recorded_forecaster(path.parent) or path.parent.name
     rows = []
     for number, obj in iter_json_lines(path):
-        if not isinstance(obj, dict):
-            raise ScoreInputError(str(obj))
+        if isinstance(obj, LineError):
+            _skip(skipped, obj)
+            continue
         try:
             record = GroundTruthRecord.model_validate(obj)
         except ValueError as exc:
-            raise ScoreInputError(f"{path}:{number}: {exc}") from None
+            _skip(skipped, LineError(str(path), number, None, _one_line(exc)))
+            continue
         q = record.question
         rows.append(
             {
@@ -284,12 +350,18 @@ def read_ground_truth(path: str | Path, forecaster: str | None = None) -> list[d
     return rows
 
 
-def read_run(directory: str | Path, forecaster: str | None = None, duplicates: str = "error") -> list[dict]:
+def read_run(
+    directory: str | Path,
+    forecaster: str | None = None,
+    duplicates: str = "error",
+    skipped: list[LineError] | None = None,
+) -> list[dict]:
     """Rows from a run directory of ``<Checker>.jsonl`` forecast lines (ours, or the paper's).
 
     Every field of every tuple is a forecast on a question; a question met in several tuples with
     the same forecast is one row; with different forecasts (the paper re-asked questions) it is an
-    error naming both places, or one row merged by ``duplicates`` (marked ``_merged``).
+    error naming both places, or one row merged by ``duplicates`` (marked ``_merged``). A line that is not a
+    forecast line is an error, or recorded in ``skipped`` and left out.
     """
     _check_policy(duplicates)
     directory = Path(directory)
@@ -300,12 +372,17 @@ def read_run(directory: str | Path, forecaster: str | None = None, duplicates: s
         if check_from_name(path) is None:
             continue
         for number, obj in iter_json_lines(path):
-            if not isinstance(obj, dict) or not isinstance(obj.get("line"), dict):
-                raise ScoreInputError(f"{path}:{number}: not a forecast line")
+            if isinstance(obj, LineError):
+                _skip(skipped, obj)
+                continue
+            if not isinstance(obj.get("line"), dict):
+                _skip(skipped, LineError(str(path), number, None, "not a forecast line"))
+                continue
             try:
                 line = ForecastLine.model_validate(obj)
             except ValueError as exc:
-                raise ScoreInputError(f"{path}:{number}: {exc}") from None
+                _skip(skipped, LineError(str(path), number, None, _one_line(exc)))
+                continue
             for slot, entry in line.line.items():
                 q = entry.question
                 row = {
@@ -324,9 +401,20 @@ def read_run(directory: str | Path, forecaster: str | None = None, duplicates: s
                     )
                 rows.setdefault(q.id, row)
                 probs.setdefault(q.id, []).append(row["prob"])
-    if not rows:
+    if not rows and not skipped:  # lines there were all bad: they are listed, and other paths may be fine
         raise ScoreInputError(f"{directory}: no <Checker>.jsonl forecast lines in this directory")
     return [_merge(row, probs[qid], duplicates) if len(set(probs[qid])) > 1 else row for qid, row in rows.items()]
+
+
+def _one_line(exc: ValueError) -> str:
+    """A validation error on one line (pydantic's are several, with a URL)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        parts = [
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if e["loc"] else e["msg"] for e in errors(include_url=False)
+        ]
+        return "; ".join(parts)
+    return str(exc).replace("\n", " ")
 
 
 def json_kind(path: str | Path) -> str | None:
@@ -354,10 +442,14 @@ def _per_question_only(path: Path) -> ScoreInputError:
     )
 
 
-def load_table(paths: Sequence[str | Path], duplicates: str = "error") -> ForecastTable:
+def load_table(
+    paths: Sequence[str | Path], duplicates: str = "error", skipped: list[LineError] | None = None
+) -> ForecastTable:
     """Read long tables, ground-truth files and run directories into one validated table.
 
     ``duplicates`` says what to do with a question forecast twice by one forecaster (see :data:`DUPLICATES`).
+    Without ``skipped`` the first bad row is an error; with it, bad rows are left out and appended there,
+    and only a missing or unreadable file, or no usable row at all, is an error.
     """
     _check_policy(duplicates)
     rows: list[dict] = []
@@ -367,19 +459,19 @@ def load_table(paths: Sequence[str | Path], duplicates: str = "error") -> Foreca
             found = sorted(path.rglob("ground_truth_results.jsonl"))
             if found:
                 for file in found:
-                    rows += read_ground_truth(file)
+                    rows += read_ground_truth(file, skipped=skipped)
             elif summaries := sorted(path.rglob("ground_truth_summary.json")):
                 raise _per_question_only(summaries[0])
             else:
-                rows += read_run(path, duplicates=duplicates)
+                rows += read_run(path, duplicates=duplicates, skipped=skipped)
         elif path.name == "ground_truth_results.jsonl":
-            rows += read_ground_truth(path)
+            rows += read_ground_truth(path, skipped=skipped)
         elif path.suffix.lower() == ".json" and path.is_file():
             raise _per_question_only(path)
         elif path.is_file():
-            rows += read_long_table(path)
+            rows += read_long_table(path, skipped)
         else:
             raise ScoreInputError(f"{path}: no such file or directory")
-    if not rows:
+    if not rows and not skipped:
         raise ScoreInputError("no forecasts found in " + ", ".join(map(str, paths)))
-    return build_table(rows, [str(p) for p in paths], duplicates)
+    return build_table(rows, [str(p) for p in paths], duplicates, skipped)

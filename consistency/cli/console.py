@@ -34,12 +34,22 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def print_skipped(errors: Sequence[Any], listed_in: str, what: str = "input line(s) skipped", limit: int = 5) -> None:
-    """Input that was not used, always said: how many lines, the first few ``file:line: reason``,
-    and where the full list is (``errors`` are :class:`~consistency.jsonl.LineError`)."""
+def print_skipped(
+    errors: Sequence[Any], listed_in: str | None, what: str = "input line(s) skipped", limit: int = 5
+) -> None:
+    """Input that was not used, always said (``errors`` are :class:`~consistency.jsonl.LineError`).
+
+    With ``listed_in`` (a file holding the full list): how many lines, then the first few ``file:line: reason``.
+    Without: every ``file:line: reason``, then how many, since the terminal is the only place they are told.
+    """
     if not errors:
         return
     lines = len({(e.path, e.line) for e in errors})
+    if listed_in is None:
+        for e in sorted(errors, key=lambda e: (e.path, e.line)):
+            err.print(f"  skipped {e}", markup=False, soft_wrap=True)
+        err.print(f"[yellow]{lines} {what}[/yellow]")
+        return
     err.print(f"[yellow]{lines} {what}[/yellow] (all listed in {escape(listed_in)}):")
     for e in errors[:limit]:
         err.print(f"  {e}", markup=False, soft_wrap=True)

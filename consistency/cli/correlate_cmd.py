@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from .console import err, escape, out
-from .table_options import Duplicates
+from .table_options import Duplicates, skipping
 
 
 def correlate(
@@ -50,7 +50,8 @@ def correlate(
 
     left_out: dict[str, str] = {}
     try:
-        found = find_sources(paths, duplicates)
+        with skipping() as skipped:
+            found = find_sources(paths, duplicates, skipped)
         if found.duplicates:
             err.print(f"{found.duplicates} repeated forecast(s) merged by --duplicates {duplicates}")
         overrides = {}

@@ -143,6 +143,19 @@ def evaluate_cmd(
         tuples, questions = dataset_path(tuples), dataset_path(questions)
         if resume_dir is not None:
             recorded = RunDir(resume_dir).read()
+            given = {
+                "forecaster": forecaster,
+                "forecaster_option": forecaster_option,
+                "tuples": tuples,
+                "checks": checks,
+                "limit": limit,
+                "seed": seed,
+                "questions": questions,
+                "out_dir": out_dir,
+                "epsilon": epsilon,
+                "bootstrap": bootstrap,
+            }
+            options = _resume_options(recorded, options, given, resume_dir)
             again = None  # a spec with a key in its URL was stored scrubbed: the user gives it again
             if redact(forecaster) != forecaster and redact(forecaster) == recorded.get("forecaster_spec"):
                 again = load_forecaster(forecaster, recorded.get("forecaster_options"))
@@ -196,6 +209,129 @@ def evaluate_cmd(
     if total and failed == total:  # not "a few failed items": nothing at all to score
         err.print("[red]failed[/red]: no question got a forecast")
         raise typer.Exit(1)
+
+
+#: Options that change how a resumed run's remaining calls are made: the run's recorded value is kept
+#: unless the option is given again, and then the new value is used, with a notice (and recorded for
+#: later resumes). CLI parameter -> (RunOptions or LLMSettings field, shown as).
+_TUNABLE = {
+    "concurrency": ("concurrency", "--concurrency"),
+    "forecast_timeout": ("timeout", "--forecast-timeout"),
+    "max_connections": ("llm.max_connections", "--max-connections"),
+    "rpm": ("llm.requests_per_minute", "--rpm"),
+    "tpm": ("llm.tokens_per_minute", "--tpm"),
+    "timeout": ("llm.timeout", "--timeout"),
+    "max_attempts": ("llm.max_attempts", "--max-attempts"),
+    "no_cache": ("llm.cache", "--no-cache"),
+    "cost_limit": ("llm.cost_limit", "--cost-limit"),
+    "batch": ("llm.batch", "--batch"),
+    "batch_fallback": ("llm.batch_fallback", "--batch-fallback"),
+    "batch_poll": ("llm.batch_poll", "--batch-poll"),
+}
+
+#: Options that say what the run measures: given with --resume, they must equal what the run recorded.
+_FIXED = {
+    "forecaster": "--forecaster",
+    "forecaster_option": "--forecaster-option",
+    "tuples": "--tuples",
+    "checks": "--checks",
+    "limit": "--limit",
+    "seed": "--seed",
+    "questions": "--questions",
+    "out_dir": "--out",
+    "epsilon": "--epsilon",
+    "bootstrap": "--bootstrap",
+}
+
+
+def _explicit() -> set[str]:
+    """The parameters the user typed (not left at their defaults)."""
+    try:  # typer >= 0.2x carries its own copy of click (as in .lazy)
+        from typer._click.core import ParameterSource
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover - older typer uses click itself
+        from click import get_current_context  # type: ignore[no-redef]
+        from click.core import ParameterSource  # type: ignore[no-redef]
+
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return set()
+    return {name for name in ctx.params if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
+
+
+def _recorded_fixed(meta: dict[str, Any], resume_dir: Path) -> dict[str, Any]:
+    bench, params = meta.get("benchmark") or {}, meta.get("parameters") or {}
+    return {
+        "forecaster": meta.get("forecaster_spec"),
+        "forecaster_option": meta.get("forecaster_options") or {},
+        "tuples": bench.get("tuples"),
+        "checks": bench.get("checks"),
+        "limit": bench.get("limit", meta.get("limit")),
+        "seed": bench.get("seed", meta.get("seed")),
+        "questions": meta.get("questions_file"),
+        "out_dir": str(resume_dir),
+        "epsilon": params.get("epsilon"),
+        "bootstrap": params.get("bootstrap"),
+    }
+
+
+def _same(name: str, given: Any, recorded: Any) -> bool:
+    """Whether a value typed again equals the recorded one (paths by file, checks by name, keys scrubbed)."""
+    import os
+
+    from ..checks import get_check
+
+    if given is None or recorded is None:
+        return given == recorded
+    if name in ("tuples", "questions", "out_dir"):
+        try:
+            return os.path.samefile(given, recorded)
+        except OSError:
+            return str(given) == str(recorded)
+    if name == "checks":
+        try:
+            return sorted(get_check(c.strip()).name for c in given.split(",") if c.strip()) == sorted(recorded)
+        except KeyError:
+            return False
+    if name == "forecaster":
+        return redact(given) == recorded
+    if name == "forecaster_option":
+        return {k: redact(str(v)) for k, v in _options(given).items()} == recorded
+    return given == recorded
+
+
+def _resume_options(meta: dict[str, Any], options: RunOptions, given: dict[str, Any], resume_dir: Path) -> RunOptions:
+    """The recorded options of the run, with those given again on the command line in their place (each
+    change said); an option that would change what the run measures is refused with one sentence."""
+    import dataclasses
+
+    from ..evaluation.asking import options_of
+
+    explicit = _explicit()
+    recorded = _recorded_fixed(meta, resume_dir)
+    for name, flag in _FIXED.items():
+        if name in explicit and not _same(name, given[name], recorded[name]):
+            shown = given[name] if not isinstance(given[name], list) else " ".join(given[name])
+            raise ValueError(
+                f"{flag} {redact(str(shown))} differs from what {resume_dir} recorded "
+                f"({redact(str(recorded[name]))}): a resume finishes a run as it began, so drop {flag} "
+                "or start a new run without --resume"
+            )
+    kept = options_of(meta)
+    llm = kept.llm.model_dump()
+    run = {"concurrency": kept.concurrency, "timeout": kept.timeout}
+    for name, (field, flag) in _TUNABLE.items():
+        if name not in explicit:
+            continue
+        where, key = (llm, field[4:]) if field.startswith("llm.") else (run, field)
+        value = getattr(options.llm, key) if where is llm else getattr(options, key)
+        if value != where[key] and key == "cache":
+            typed, now, was = ("--cache", "on", "off") if value else ("--no-cache", "off", "on")
+            err.print(f"{typed}: the response cache is {now} from this resume on (the run had it {was})")
+        elif value != where[key]:
+            err.print(f"{flag} {value}: used from this resume on (the run had {where[key]})", markup=False)
+        where[key] = value
+    return dataclasses.replace(options, llm=LLMSettings.model_validate(llm), **run)
 
 
 def too_many_failures(failed: int, total: int, limit: float) -> bool:

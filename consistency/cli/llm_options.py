@@ -17,7 +17,12 @@ TokensPerMinute = Annotated[
 ]
 Timeout = Annotated[float, typer.Option("--timeout", help="Seconds per request before it is retried.")]
 MaxAttempts = Annotated[int, typer.Option("--max-attempts", help="HTTP attempts per call on 429/5xx/timeouts.")]
-NoCache = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")]
+NoCache = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache/--cache", help="Neither read nor write the response cache (--cache: use it, e.g. on a resume)."
+    ),
+]
 CostLimit = Annotated[
     float | None, typer.Option("--cost-limit", help="Stop issuing calls once this many USD are spent.")
 ]

@@ -3,16 +3,19 @@ correlate); light to import, so that each command's ``--help`` stays fast."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .console import err
+from .console import err, print_skipped
 
 if TYPE_CHECKING:
     from ..accuracy.table import ForecastTable
+    from ..jsonl import LineError
 
 #: Kept in step with ``accuracy.table.DUPLICATES`` (checked by a test); listed here so --help imports no numpy.
 DUPLICATES = ("error", "mean", "first", "last")
@@ -32,11 +35,24 @@ Duplicates = Annotated[
 ]
 
 
+@contextmanager
+def skipping() -> Iterator[list[LineError]]:
+    """A list for the bad rows a read leaves out; they are printed, one per line with a count after them, as
+    soon as the read ends, whether it then fails (nothing usable left) or not."""
+    skipped: list[LineError] = []
+    try:
+        yield skipped
+    finally:
+        print_skipped(skipped, None, "bad row(s) skipped")
+
+
 def load_forecasts(paths: list[Path], duplicates: str = "error") -> ForecastTable:
-    """The long table of PATHS, saying on stderr how many repeated forecasts the policy merged."""
+    """The long table of PATHS, saying on stderr which bad rows were left out and how many repeated
+    forecasts the policy merged."""
     from ..accuracy.table import load_table
 
-    table = load_table(paths, duplicates)
+    with skipping() as skipped:
+        table = load_table(paths, duplicates, skipped)
     if table.duplicates:
         err.print(
             f"{table.duplicates} (forecaster, question) pair(s) had differing repeated forecasts: "

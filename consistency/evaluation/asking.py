@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..forecasters import Forecaster, ForecastOutcome, Occurrence
@@ -46,6 +46,25 @@ class RunOptions:
     on_start: Callable[[Tally], None] | None = None
     on_record: Callable[[dict[str, Any]], None] | None = None
     on_batch: Callable[[BatchProgress], None] | None = None  # batch mode: whenever a batch changes
+
+
+def recorded_options(options: RunOptions) -> dict[str, Any]:
+    """How a session runs, as ``run.json`` keeps it: a resume starts from what the last session used."""
+    return {
+        "llm": options.llm.model_dump(mode="json"),
+        "run_options": {"concurrency": options.concurrency, "timeout": options.timeout},
+    }
+
+
+def options_of(meta: dict[str, Any]) -> RunOptions:
+    """The options ``run.json`` recorded (runs from before ``run_options`` was kept get the defaults)."""
+    run = meta.get("run_options") or {}
+    defaults = RunOptions()
+    return RunOptions(
+        concurrency=run.get("concurrency", defaults.concurrency),
+        timeout=run.get("timeout", defaults.timeout),
+        llm=LLMSettings.model_validate(meta.get("llm", {})),
+    )
 
 
 @dataclass
@@ -163,12 +182,11 @@ def drive(
     if options.on_start is not None:
         options.on_start(tally)
     opened = sessions.begin(run.read(), run.path / TRANSCRIPT, run.journal)
-    run.update(**opened, status="running", questions=len(asks))
-    settings = options.llm
-    if not settings.batch and unfinished(run.path / BATCHES):
+    if not options.llm.batch and unfinished(run.path / BATCHES):
         log.warning("%s has batches still running: resuming in batch mode to collect them", run.path)
-        settings = settings.model_copy(update={"batch": True})
-    llm = LLM(settings, transcript=run.path / TRANSCRIPT, batches=run.path / BATCHES)
+        options = replace(options, llm=options.llm.model_copy(update={"batch": True}))
+    run.update(**opened, status="running", questions=len(asks), **recorded_options(options))
+    llm = LLM(options.llm, transcript=run.path / TRANSCRIPT, batches=run.path / BATCHES)
     llm.on_batch = options.on_batch
     status, fatal = "interrupted", None
     did = {"asked": 0, "answered": 0, "failed": 0}

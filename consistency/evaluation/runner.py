@@ -13,11 +13,10 @@ import numpy as np
 from ..checks import Check
 from ..forecasters import Forecaster, Occurrence, load_forecaster
 from ..jsonl import LineError, atomic_write, dump_line
-from ..llm import LLMSettings
 from ..llm.secrets import redact
 from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
 from ..paths import new_run_dir
-from .asking import Ask, RunOptions, drive, occurrence_key, question_key
+from .asking import Ask, RunOptions, drive, occurrence_key, options_of, question_key
 from .benchmark import TupleSet, fingerprint, load_benchmark
 from .rundir import RunDir, RunDirError
 
@@ -73,7 +72,7 @@ def reopen_run(
             )
         recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
         forecaster = load_forecaster(meta["forecaster_spec"], recorded)
-    options = options or RunOptions(llm=LLMSettings.model_validate(meta.get("llm", {})))
+    options = options or options_of(meta)
     return run, meta, forecaster, options
 
 

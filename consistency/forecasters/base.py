@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from ..llm import LLM, LLMSettings
 from ..llm.fatal import FATAL_AFTER, FatalError
 from ..llm.secrets import redact
+from ..llm.waiting import within_work_time
 from ..models import Forecast, ForecastingQuestion
 
 log = logging.getLogger(__name__)
@@ -186,7 +187,7 @@ class Forecaster(ABC):
         start = time.perf_counter()
         outcome = ForecastOutcome(question, note=note, occurrence=occurrence)
         try:
-            result = await asyncio.wait_for(self.forecast(question), timeout)
+            result = await within_work_time(self.forecast(question), timeout)  # time queued for the model not counted
         except TimeoutError:
             outcome.error = f"timed out after {timeout:g} s"
         except ForecastError as exc:

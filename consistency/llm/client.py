@@ -29,7 +29,7 @@ from typing import Any, Generic, Literal, TypeVar
 import httpx2
 import instructor
 import openai
-from instructor.core import InstructorRetryException
+from instructor.core import IncompleteOutputException, InstructorRetryException
 from instructor.v2.core.function_calls import response_schema
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
@@ -43,6 +43,7 @@ from .limits import RateLimiter
 from .retry import backoff_wait, transient_status
 from .secrets import key_for, redact
 from .specs import ModelSpec, parse_model_spec
+from .waiting import slot, waited
 
 log = logging.getLogger(__name__)
 # instructor logs every failed attempt at ERROR; we retry those and report failures ourselves.
@@ -93,6 +94,7 @@ class LLMSettings(BaseModel):
     max_attempts: int = 6  # HTTP attempts per call (transient errors only)
     max_backoff: float = 60.0  # longest wait between attempts, in seconds
     max_reasks: int = 2  # re-asks after an answer fails validation
+    max_answer_tokens: int = 4096  # an answer cut at N tokens is asked once more with max(2N, 1024) up to this
     cache: bool = True
     cache_path: Path | None = None  # default: <CC_CACHE_DIR>/responses.sqlite
     cost_limit: float | None = None  # USD; no new calls once spent
@@ -116,6 +118,7 @@ class LLMResult(Generic[T]):
     usage: Usage = field(default_factory=Usage)
     latency: float = 0.0
     attempts: int = 0
+    truncated_at: int | None = None  # the answer was cut at this many tokens (finish_reason "length")
 
     @property
     def ok(self) -> bool:
@@ -365,7 +368,7 @@ class LLM:
     ) -> LLMResult:
         attempts = 0
         retrying = self.retrying(ep.spec)
-        async with ep.semaphore:
+        async with slot(ep.semaphore):  # queued: not counted against a forecast's timeout
             # Checked once a slot is free, so calls queued behind the limit are not made either.
             self.breaker.check()
             refused = self._over_budget()
@@ -378,11 +381,13 @@ class LLM:
                         if attempts > 1 and ep.spec.provider == "local":
                             await ep.follow_local_server()
                         if ep.rpm:
-                            await ep.rpm.acquire()
+                            await waited(ep.rpm.acquire())
                         estimate = _estimate_tokens(messages, params)
                         if ep.tpm:
-                            await ep.tpm.acquire(estimate)
+                            await waited(ep.tpm.acquire(estimate))
                         result = await self._once(ep, messages, response_model, params)
+                        if result.truncated_at is not None:
+                            result = await self._ask_longer(ep, messages, response_model, params, result)
                         if ep.tpm:
                             ep.tpm.settle(estimate, result.usage.prompt_tokens + result.usage.completion_tokens)
             except Exception as exc:  # retries exhausted, or an error that retrying cannot fix
@@ -400,6 +405,8 @@ class LLM:
             completion = await client.chat.completions.create(model=ep.model, messages=messages, **params)
             usage = Usage.of(ep.model, completion.usage, _batched())
             self._spend(usage)
+            if completion.choices[0].finish_reason == "length":
+                return _cut(completion, usage, params)
             return LLMResult(
                 completion.choices[0].message.content or "", raw=completion.choices[0].message.content, usage=usage
             )
@@ -411,10 +418,16 @@ class LLM:
                 max_retries=self.settings.max_reasks,
                 **params,
             )
+        except IncompleteOutputException as exc:
+            usage = Usage.of(ep.model, getattr(exc.last_completion, "usage", None))
+            self._spend(usage)
+            return _cut(exc.last_completion, usage, params)
         except InstructorRetryException as exc:
             cause = _root_cause(exc)
             usage = Usage.of(ep.model, getattr(exc, "total_usage", None), _batched())
             self._spend(usage)
+            if isinstance(cause, IncompleteOutputException):
+                return _cut(cause.last_completion, usage, params)
             if cause is not None and _transient(cause):
                 raise cause from cause.__cause__  # keep what caused it (a refused connection...)
             if cause is not None and not isinstance(cause, (ValidationError, json.JSONDecodeError, ValueError)):
@@ -428,6 +441,27 @@ class LLM:
         # Hand back the caller's own class, exactly as a cache hit would.
         value = response_model.model_validate(parsed.model_dump())
         return LLMResult(value, raw=_raw_text(completion), usage=usage)
+
+    async def _ask_longer(
+        self,
+        ep: _Endpoint,
+        messages: list[dict[str, Any]],
+        response_model: type | None,
+        params: dict[str, Any],
+        cut: LLMResult,
+    ) -> LLMResult:
+        """An answer cut at the token limit, asked once more with twice the room (at least 1024 tokens, at
+        most ``max_answer_tokens``); cut again, or no more room to give: failed, saying where it was cut."""
+        limit = cut.truncated_at or 0
+        room = min(max(2 * limit, 1024), self.settings.max_answer_tokens)
+        if room > limit:
+            key = "max_completion_tokens" if "max_completion_tokens" in params else "max_tokens"
+            log.info("answer cut at %d tokens: asking again with %s=%d", limit, key, room)
+            again = await self._once(ep, messages, response_model, {**params, key: room})
+            if again.truncated_at is None:
+                return again
+            cut, limit = again, again.truncated_at or room
+        return LLMResult(None, error=f"answer truncated at {limit} tokens", raw=cut.raw, usage=cut.usage)
 
     def retrying(self, spec: ModelSpec | None = None) -> AsyncRetrying:
         """Retries of transient errors (429, 5xx, timeouts), with the server's hint or backoff.
@@ -596,6 +630,19 @@ def _describe(exc: BaseException | None) -> str:
 def _short(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split())
     return redact(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _cut(completion: Any, usage: Usage, params: dict[str, Any]) -> LLMResult:
+    """An answer the server stopped at its token limit: where (the request's limit, else the tokens it
+    produced) and the partial text, for :meth:`LLM._ask_longer`."""
+    limit = params.get("max_completion_tokens") or params.get("max_tokens") or usage.completion_tokens
+    return LLMResult(
+        None,
+        error=f"answer truncated at {limit} tokens",
+        raw=_raw_text(completion),
+        usage=usage,
+        truncated_at=int(limit),
+    )
 
 
 def _raw_text(completion: Any) -> str | None:

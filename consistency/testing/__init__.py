@@ -7,7 +7,17 @@ hangs, malformed bodies and dropped connections. It also serves the OpenAI Files
 """
 
 from .batches import BatchAPI, BatchBehaviour
-from .replies import FAULT_KINDS, Fault, Reply, Rule, ScriptedRequest, every_nth, faults_then, random_faults
+from .replies import (
+    FAULT_KINDS,
+    Fault,
+    Reply,
+    Rule,
+    ScriptedRequest,
+    every_nth,
+    faults_then,
+    random_faults,
+    together,
+)
 from .rules import hypocritical_probability, hypocritical_rule, probability_for, probability_rule, schema_rule, sequence
 from .server import DEFAULT_MODEL, ScriptedServer
 
@@ -30,4 +40,5 @@ __all__ = [
     "random_faults",
     "schema_rule",
     "sequence",
+    "together",
 ]

@@ -8,11 +8,12 @@ connection); it may be sync or async. :mod:`.rules` holds the built-in determini
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
@@ -167,6 +168,32 @@ def faults_then(rule: Rule, *faults: Fault) -> Rule:
         return await _call(rule, request)
 
     return faults_then_rule
+
+
+def together(rule: Rule, n: int, wait: float = 30.0) -> Rule:
+    """Hold each of the first ``n`` requests until all ``n`` have arrived, then answer with ``rule``.
+
+    A test of concurrency without a clock: the ``n`` are answered only if the client sends ``n`` at once
+    and the server serves them at once (else, after ``wait`` seconds, they get a 500 saying so); with
+    :attr:`ScriptedServer.max_in_flight` this checks a limit from both sides.
+    """
+    arrived: list[int] = []
+    everyone: list[asyncio.Event] = []  # made on the server's loop, at the first request
+
+    async def together_rule(request: ScriptedRequest) -> Outcome:
+        if len(arrived) < n:
+            if not everyone:
+                everyone.append(asyncio.Event())
+            arrived.append(request.index)
+            if len(arrived) == n:
+                everyone[0].set()
+            try:
+                await asyncio.wait_for(everyone[0].wait(), wait)
+            except TimeoutError:
+                return replace(Fault.server_error(500), message=f"only {len(arrived)} of {n} requests came together")
+        return await _call(rule, request)
+
+    return together_rule
 
 
 def every_nth(rule: Rule, n: int, fault: Fault) -> Rule:

@@ -23,7 +23,7 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
@@ -220,6 +220,7 @@ class ScriptedServer:
         self._attempts: dict[bytes, int] = {}
         self._next_index = 0
         self._billed = {"prompt_tokens": 0, "completion_tokens": 0}
+        self._in_flight = self._max_in_flight = 0
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -228,8 +229,8 @@ class ScriptedServer:
         self._routes: list[tuple[str, str, re.Pattern[str], Handler]] = []
         self._http_requests: Counter[str] = Counter()
         self.max_body = _MAX_BODY
-        self.route("POST", "/v1/chat/completions", self._chat)
-        self.route("POST", "/v1/embeddings", self._embeddings)
+        self.route("POST", "/v1/chat/completions", self._in_flight_counted(self._chat))
+        self.route("POST", "/v1/embeddings", self._in_flight_counted(self._embeddings))
         self.route("GET", "/v1/models", self._models)
         self.route("GET", "/health", self._health)
         self.batches = BatchAPI(self, batch)
@@ -280,6 +281,33 @@ class ScriptedServer:
             return dict(self._billed)
 
     @property
+    def max_in_flight(self) -> int:
+        """The most model requests (chat, embeddings) being answered at once since start or ``reset()``:
+        what a client's concurrency limit is checked against, with no clock involved."""
+        with self._lock:
+            return self._max_in_flight
+
+    @contextlib.contextmanager
+    def _serving(self) -> Iterator[None]:
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _in_flight_counted(self, handler: Handler) -> Handler:
+        """Count a model endpoint's requests into ``max_in_flight`` while they are being answered."""
+
+        async def serve(request: Request) -> Response:
+            with self._serving():
+                return await handler(request)
+
+        return serve
+
+    @property
     def http_requests(self) -> dict[str, int]:
         """HTTP requests received per route, keyed ``"METHOD pattern"`` (``"GET /v1/batches/{batch_id}"``);
         unrouted paths count under ``"METHOD <unrouted>"``."""
@@ -301,6 +329,7 @@ class ScriptedServer:
             self._attempts.clear()
             self._next_index = 0
             self._billed = dict.fromkeys(self._billed, 0)
+            self._max_in_flight = self._in_flight
 
     def _record(self, body: dict[str, Any]) -> ScriptedRequest:
         messages = body["messages"]
