@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from test_evaluate import isolated, lines, result_files  # noqa: F401 (isolated: autouse fixture)
 from typer.testing import CliRunner
 
 from consistency.cli import app
 from consistency.evaluation import RunOptions, evaluate
-from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
 from consistency.llm.batch import BATCHES, read_batches
 from consistency.testing import Fault, Reply, ScriptedServer, faults_then, probability_rule
@@ -25,25 +25,9 @@ from consistency.testing.replies import _call
 #: batch mode with short waits: a batch file goes 50 ms after the last request, polled every 20 ms
 BATCH = LLMSettings(batch=True, batch_idle=0.05, batch_poll=0.02, batch_poll_max=0.1, max_backoff=0.05, timeout=10)
 DIRECT = LLMSettings(timeout=10, max_backoff=0.05)
-RESULT_FILES = ("summary.json", "forecasts.jsonl")
 FAST_CLI = ["--batch", "--batch-poll", "0.02"]
 
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-
-
-def lines(path: Path) -> list[dict]:
-    return [obj for _, obj in iter_json_lines(path)]
-
-
-def result_files(run: Path) -> dict[str, bytes]:
-    names = [p.name for p in run.iterdir() if p.name.endswith("Checker.jsonl") or p.name.startswith("stats_")]
-    return {name: (run / name).read_bytes() for name in sorted([*names, *RESULT_FILES])}
 
 
 def run_eval(spec: str, out: Path, settings: LLMSettings, cache: str, n: int = 4):
@@ -272,7 +256,6 @@ def test_cc_batches_cancel_cancels_the_unfinished_batches_of_a_run(tmp_path):
 
 
 def test_cc_generate_and_cc_questions_take_batch(tmp_path):
-    sys.path.insert(0, str(Path(__file__).parent))
     from test_generate import answers, question
     from test_questions import TITLES, rule
 
