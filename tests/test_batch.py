@@ -286,3 +286,45 @@ def test_cc_generate_and_cc_questions_take_batch(tmp_path):
         res = runner.invoke(app, ["questions", "fill", "--titles", str(titles), "--out", "f.jsonl", *common, *FAST_CLI])
         assert res.exit_code == 0, res.output
         assert srv.http_requests.get("POST /v1/chat/completions", 0) == 0 and srv.batches.batches_created >= 1
+
+
+def test_a_batch_created_but_not_journaled_is_found_on_resume_not_created_again(tmp_path):
+    """A kill between creating the batch and journaling its id: the resumed run finds the batch by
+    its input file on the provider instead of submitting the requests a second time."""
+    import asyncio
+
+    from pydantic import BaseModel
+
+    from consistency.llm import LLM
+
+    class Answer(BaseModel):
+        prob: float
+
+    journal = tmp_path / BATCHES
+    settings = BATCH.model_copy(update={"cache_path": tmp_path / "cache.sqlite"})
+
+    async def ask_all(spec: str, stop_when_submitted: bool) -> list:
+        async with LLM(settings, batches=journal) as llm:
+            calls = [llm.structured(spec, [{"role": "user", "content": f"Will {i} happen?"}], Answer) for i in range(3)]
+            work = asyncio.gather(*calls)
+            if not stop_when_submitted:
+                return await work
+            while not any(r.get("batch_id") for r in read_batches(journal).values()):
+                await asyncio.sleep(0.01)
+            work.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await work
+            return []
+
+    with ScriptedServer(probability_rule()) as srv:
+        srv.batches.behaviour.processing_delay = 0.5
+        asyncio.run(ask_all(srv.model_spec(), stop_when_submitted=True))
+        text = journal.read_text().splitlines()
+        first = next(i for i, line in enumerate(text) if '"batch_id"' in line)
+        journal.write_text("\n".join(text[:first]) + "\n")  # as if killed before the batch id was written
+        (record,) = read_batches(journal).values()
+        assert record["state"] == "uploaded" and "batch_id" not in record
+        results = asyncio.run(ask_all(srv.model_spec(), stop_when_submitted=False))
+        assert all(r.ok for r in results) and len(results) == 3
+        assert srv.batches.batches_created == 1 and set(srv.batches.executions.values()) == {1}
+        assert srv.http_requests["GET /v1/batches"] == 1
