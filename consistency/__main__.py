@@ -19,6 +19,7 @@ COMMANDS = (
     "checks",
     "ask",
     "cache",
+    "batches",
     "leaderboard",
     "compare",
     "correlate",

@@ -50,6 +50,7 @@ app.lazy("compare", "compare_cmd:compare")
 app.lazy("correlate", "correlate_cmd:correlate")
 app.lazy("proxy", "proxy_cmd:proxy")
 app.lazy("cache", "cache_cmd:app")
+app.lazy("batches", "batches_cmd:batches")
 app.lazy("arbitrage", "arbitrage_cmd:app")
 app.lazy("report", "report_cmd:report")
 

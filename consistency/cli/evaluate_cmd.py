@@ -30,7 +30,7 @@ class _Bar:
     def __init__(self) -> None:
         self.tally = Tally()
         self.progress = Progress(
-            TextColumn("[bold]forecasting"),
+            TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[info]}"),
@@ -39,11 +39,12 @@ class _Bar:
             transient=False,
         )
         self.task: Any = None
+        self.batches: Any = None
 
     def start(self, tally: Tally) -> None:
         self.tally = tally
         self.progress.start()
-        self.task = self.progress.add_task("", total=tally.total, completed=tally.done, info=self._info())
+        self.task = self.progress.add_task("forecasting", total=tally.total, completed=tally.done, info=self._info())
 
     def record(self, record: dict[str, Any]) -> None:
         ok = record.get("forecast") is not None
@@ -52,6 +53,17 @@ class _Bar:
         self.tally.cached += bool(record.get("calls")) and record.get("cache_hits") == record.get("calls")
         self.tally.cost += record.get("cost") or 0.0
         self.progress.update(self.task, completed=self.tally.done + self.tally.failed, info=self._info())
+
+    def batch(self, progress: Any) -> None:
+        """Batch mode: a second line with the batches' state (called whenever a batch changes)."""
+        p = progress
+        info = (
+            f"{p.batches} submitted ({p.requests} requests)  in progress {p.in_progress}  "
+            f"answered {p.completed}  failed {p.failed}  expected ${p.expected_cost:.4f}"
+        )
+        if self.batches is None:
+            self.batches = self.progress.add_task("batches", total=None, info=info)
+        self.progress.update(self.batches, info=info)
 
     def _info(self) -> str:
         t = self.tally
@@ -123,6 +135,7 @@ def evaluate_cmd(
         llm=llm_settings,
         on_start=bar.start,
         on_record=bar.record,
+        on_batch=bar.batch,
     )
     try:
         from ..sources.paper import dataset_path  # paper:NAME and hf:// references → local files
@@ -211,6 +224,9 @@ _TUNABLE = {
     "max_attempts": ("llm.max_attempts", "--max-attempts"),
     "no_cache": ("llm.cache", "--no-cache"),
     "cost_limit": ("llm.cost_limit", "--cost-limit"),
+    "batch": ("llm.batch", "--batch"),
+    "batch_fallback": ("llm.batch_fallback", "--batch-fallback"),
+    "batch_poll": ("llm.batch_poll", "--batch-poll"),
 }
 
 #: Options that say what the run measures: given with --resume, they must equal what the run recorded.

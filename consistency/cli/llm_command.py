@@ -40,6 +40,9 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "max_attempts": (opt.MaxAttempts, 6),
     "no_cache": (opt.NoCache, False),
     "cost_limit": (opt.CostLimit, None),
+    "batch": (opt.Batch, False),
+    "batch_fallback": (opt.BatchFallback, "batch"),
+    "batch_poll": (opt.BatchPoll, 5.0),
     "transcript": (Transcript, None),
 }
 

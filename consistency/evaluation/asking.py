@@ -6,11 +6,12 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..forecasters import Forecaster, ForecastOutcome, Occurrence
 from ..llm import LLM, LLMSettings
+from ..llm.batch import BATCHES, BatchProgress, unfinished
 from ..llm.fatal import FatalError
 from ..models import ForecastingQuestion
 from . import sessions
@@ -44,6 +45,7 @@ class RunOptions:
     llm: LLMSettings = field(default_factory=LLMSettings)
     on_start: Callable[[Tally], None] | None = None
     on_record: Callable[[dict[str, Any]], None] | None = None
+    on_batch: Callable[[BatchProgress], None] | None = None  # batch mode: whenever a batch changes
 
 
 def recorded_options(options: RunOptions) -> dict[str, Any]:
@@ -123,6 +125,8 @@ async def ask_all(
     Raises :class:`FatalError` (what finished is journaled) on an error that cannot succeed on retry.
     """
     pending = [a for a in asks if done.get(a.key, {}).get("forecast") is None]
+    if llm.settings.batch:  # every request should be able to wait for its batch: no cap, no per-question clock
+        concurrency, timeout = max(concurrency, len(pending)), None
 
     stopped: list[OSError] = []
 
@@ -178,8 +182,12 @@ def drive(
     if options.on_start is not None:
         options.on_start(tally)
     opened = sessions.begin(run.read(), run.path / TRANSCRIPT, run.journal)
+    if not options.llm.batch and unfinished(run.path / BATCHES):
+        log.warning("%s has batches still running: resuming in batch mode to collect them", run.path)
+        options = replace(options, llm=options.llm.model_copy(update={"batch": True}))
     run.update(**opened, status="running", questions=len(asks), **recorded_options(options))
-    llm = LLM(options.llm, transcript=run.path / TRANSCRIPT)
+    llm = LLM(options.llm, transcript=run.path / TRANSCRIPT, batches=run.path / BATCHES)
+    llm.on_batch = options.on_batch
     status, fatal = "interrupted", None
     did = {"asked": 0, "answered": 0, "failed": 0}
     stopped: OSError | None = None

@@ -24,11 +24,15 @@ def price_table() -> dict[str, dict[str, float]]:
     return {k: v for k, v in table.items() if not k.startswith("_")}
 
 
-def cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, batch: bool = False) -> float | None:
+    """USD of a response; ``batch``: answered through a Batch API (its own prices, else the direct ones)."""
     price = price_table().get(model)
     if price is None:
         return None
-    return (prompt_tokens * price["input"] + completion_tokens * price["output"]) / 1e6
+    prompt, completion = price["input"], price["output"]
+    if batch:
+        prompt, completion = price.get("batch_input", prompt), price.get("batch_output", completion)
+    return (prompt_tokens * prompt + completion_tokens * completion) / 1e6
 
 
 @dataclass
@@ -38,12 +42,12 @@ class Usage:
     cost: float | None = None
 
     @classmethod
-    def of(cls, model: str, usage: Any) -> Usage:
+    def of(cls, model: str, usage: Any, batch: bool = False) -> Usage:
         if usage is None:
             return cls()
         p = int(getattr(usage, "prompt_tokens", None) or 0)
         c = int(getattr(usage, "completion_tokens", None) or 0)
-        return cls(p, c, cost_usd(model, p, c))
+        return cls(p, c, cost_usd(model, p, c, batch))
 
 
 @dataclass

@@ -24,7 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import httpx2
 import instructor
@@ -36,11 +36,12 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from ..paths import cache_dir
 from .accounting import RunStats, Transcript, Usage
+from .batch import BatchFailure, BatchProgress
 from .cache import ResponseCache, cache_key
 from .fatal import Breaker, FatalError, diagnose
 from .limits import RateLimiter
 from .retry import backoff_wait, transient_status
-from .secrets import api_key, optional_key, redact
+from .secrets import key_for, redact
 from .specs import ModelSpec, parse_model_spec
 from .waiting import slot, waited
 
@@ -98,6 +99,14 @@ class LLMSettings(BaseModel):
     cache_path: Path | None = None  # default: <CC_CACHE_DIR>/responses.sqlite
     cost_limit: float | None = None  # USD; no new calls once spent
     temperature: float = 0.0
+    # Batch API (see .batch): requests missing from the cache go into batch files
+    batch: bool = False
+    batch_fallback: Literal["batch", "direct"] = "batch"  # where re-asks go
+    batch_idle: float = 1.0  # seconds without a new request before a batch file is sent
+    batch_poll: float = 5.0  # first wait between polls of a batch (grows 1.5x a poll)
+    batch_poll_max: float = 300.0
+    batch_max_requests: int = 50_000  # per batch file (OpenAI's limit)
+    batch_max_bytes: int = 200 * 1024 * 1024
 
 
 @dataclass
@@ -128,17 +137,13 @@ class _Endpoint:
         self, spec: ModelSpec, base_url: str | None, model: str, identity: str, llm: LLM, slots: int | None = None
     ) -> None:
         self.spec, self.model, self.identity = spec, model, identity
-        if spec.provider == "custom":
-            key = optional_key("CC_API_KEY")  # self-hosted servers often need none
-        elif spec.key_variable:
-            key = api_key(spec.key_variable, spec.text)
-        else:
-            key = None
+        key = key_for(spec)
         s = llm.settings
-        shards = max(1, -(-s.max_connections // _POOL_SIZE))
+        shards = 1 if s.batch else max(1, -(-s.max_connections // _POOL_SIZE))
         limits = httpx2.Limits(max_connections=-(-s.max_connections // shards) + 2)
         # a query in the endpoint's URL (?api-version=, ?key=) goes with every request, not into the path
         base_url, _, query = (base_url or "").partition("?")
+        self.batch = llm._batch_collector(spec, model, identity, base_url, query, key, limits) if s.batch else None
         self.clients = [
             openai.AsyncOpenAI(
                 base_url=base_url or None,
@@ -149,20 +154,26 @@ class _Endpoint:
                 http_client=httpx2.AsyncClient(
                     timeout=httpx2.Timeout(s.timeout),
                     limits=limits,
-                    transport=_local_transport(limits) if spec.provider == "local" else None,
+                    transport=_transport(self.batch, spec, limits),
                     event_hooks={"request": [llm._count_request]},
                 ),
             )
             for _ in range(shards)
         ]
         self.wrapped = [instructor.from_openai(c, mode=spec.mode) for c in self.clients]
+        if self.batch is not None:
+            from .batch import warm_platform
+
+            warm_platform(self.clients[0])
         self._next = itertools.cycle(range(shards))
         # the local server decodes `slots` requests at once: queue the rest here, where waiting does
         # not count against the HTTP timeout, instead of in the server, where it would
         self.semaphore = asyncio.Semaphore(min(slots, s.max_connections) if slots else s.max_connections)
-        s = llm.settings
-        self.rpm = RateLimiter(s.requests_per_minute) if s.requests_per_minute else None
-        self.tpm = RateLimiter(s.tokens_per_minute) if s.tokens_per_minute else None
+        if s.batch:  # requests wait for their batch, not for a connection; a batch has its own quota
+            self.semaphore = asyncio.Semaphore(1 << 30)
+        limited = not s.batch
+        self.rpm = RateLimiter(s.requests_per_minute) if s.requests_per_minute and limited else None
+        self.tpm = RateLimiter(s.tokens_per_minute) if s.tokens_per_minute and limited else None
 
     async def follow_local_server(self) -> None:
         """A reused local server stops when the process that started it exits; the shared
@@ -182,8 +193,18 @@ class _Endpoint:
 class LLM:
     """The project's LLM layer; use one per run (``async with LLM(settings) as llm``)."""
 
-    def __init__(self, settings: LLMSettings | None = None, transcript: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        settings: LLMSettings | None = None,
+        transcript: str | Path | None = None,
+        batches: str | Path | None = None,
+    ) -> None:
+        """``batches``: the batch journal (batch mode; default: ``batches.jsonl`` in the cache directory)."""
         self.settings = settings or LLMSettings()
+        self.batches = batches
+        self.batch_progress = BatchProgress()
+        self.on_batch: Any = None  # called with :attr:`batch_progress` whenever a batch changes
+        self._batch_journal: Any = None
         self.stats = RunStats()
         self.cache = _open_cache(self.settings.cache_path) if self.settings.cache else None
         self.transcript = Transcript(transcript) if transcript else None
@@ -200,6 +221,8 @@ class LLM:
 
     async def aclose(self) -> None:
         for endpoint in self._endpoints.values():
+            if endpoint.batch is not None:
+                await endpoint.batch.aclose()
             for client in endpoint.clients:
                 await client.close()
         self._endpoints.clear()
@@ -224,6 +247,23 @@ class LLM:
         return await embed_texts(self, model, texts)
 
     # ----------------------------------------------------------------------- internals
+    def _batch_collector(
+        self, spec: ModelSpec, model: str, identity: str, base_url: str, query: str, key: str | None, limits: Any
+    ) -> Any:
+        from .batch import BatchCollector, BatchJournal, default_journal
+
+        if self._batch_journal is None:
+            self._batch_journal = BatchJournal(self.batches or default_journal())
+        api = openai.AsyncOpenAI(
+            base_url=base_url or None,
+            default_query=dict(urllib.parse.parse_qsl(query)) or None,
+            api_key=key or "no-key",
+            max_retries=0,
+            timeout=self.settings.timeout,
+            http_client=httpx2.AsyncClient(timeout=httpx2.Timeout(self.settings.timeout), limits=limits),
+        )
+        return BatchCollector(self, spec, model, identity, api, self._batch_journal)
+
     async def _count_request(self, request: httpx2.Request) -> None:
         if request.url.path.endswith("/chat/completions"):
             self.stats.calls += 1
@@ -363,7 +403,7 @@ class LLM:
         client, wrapped = ep.pick()
         if response_model is None:
             completion = await client.chat.completions.create(model=ep.model, messages=messages, **params)
-            usage = Usage.of(ep.model, completion.usage)
+            usage = Usage.of(ep.model, completion.usage, _batched())
             self._spend(usage)
             if completion.choices[0].finish_reason == "length":
                 return _cut(completion, usage, params)
@@ -384,7 +424,7 @@ class LLM:
             return _cut(exc.last_completion, usage, params)
         except InstructorRetryException as exc:
             cause = _root_cause(exc)
-            usage = Usage.of(ep.model, getattr(exc, "total_usage", None))
+            usage = Usage.of(ep.model, getattr(exc, "total_usage", None), _batched())
             self._spend(usage)
             if isinstance(cause, IncompleteOutputException):
                 return _cut(cause.last_completion, usage, params)
@@ -396,7 +436,7 @@ class LLM:
             attempts = getattr(exc, "n_attempts", 1)
             error = f"answer failed validation after {attempts} attempt(s): {_short(cause or exc)}"
             return LLMResult(None, error=error, raw=raw, usage=usage)
-        usage = Usage.of(ep.model, getattr(parsed, "_total_usage", None) or completion.usage)
+        usage = Usage.of(ep.model, getattr(parsed, "_total_usage", None) or completion.usage, _batched())
         self._spend(usage)
         # Hand back the caller's own class, exactly as a cache hit would.
         value = response_model.model_validate(parsed.model_dump())
@@ -502,10 +542,16 @@ class LLM:
         return result
 
 
-def _local_transport(limits: httpx2.Limits) -> httpx2.AsyncBaseTransport:
-    from .local.transport import GrammarTransport
+def _transport(batch: Any, spec: ModelSpec, limits: httpx2.Limits) -> httpx2.AsyncBaseTransport | None:
+    if batch is not None:
+        from .batch import BatchTransport
 
-    return GrammarTransport(limits)
+        return BatchTransport(httpx2.AsyncHTTPTransport(limits=limits), batch)
+    if spec.provider == "local":
+        from .local.transport import GrammarTransport
+
+        return GrammarTransport(limits)
+    return None
 
 
 def _open_cache(path: Path | None) -> ResponseCache | None:
@@ -524,6 +570,7 @@ class _Ledger:
     which the HTTP client's request hook and the token accounting of each attempt see)."""
 
     requests: int = 0
+    batched: int = 0  # requests answered by a batch
     usage: Usage = field(default_factory=Usage)
 
     def add(self, usage: Usage) -> None:
@@ -533,6 +580,12 @@ class _Ledger:
 
 
 _LEDGER: ContextVar[_Ledger | None] = ContextVar("llm_call_ledger", default=None)
+
+
+def _batched() -> bool:
+    """Whether the current call was answered by batches only (it is then billed at batch prices)."""
+    ledger = _LEDGER.get()
+    return ledger is not None and 0 < ledger.batched == ledger.requests
 
 
 @cache
@@ -548,6 +601,8 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- error helpers
 def _transient(exc: BaseException) -> bool:
+    if isinstance(exc.__cause__, BatchFailure):  # its batch could not answer it: recorded, not retried
+        return False
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError)):
         return True
     if isinstance(exc, openai.APIStatusError):
@@ -565,6 +620,8 @@ def _root_cause(exc: BaseException) -> BaseException | None:
 def _describe(exc: BaseException | None) -> str:
     if exc is None:
         return "unknown error"
+    if isinstance(exc.__cause__, BatchFailure):
+        return redact(str(exc.__cause__))
     if isinstance(exc, openai.APIStatusError):
         return redact(f"HTTP {exc.status_code}: {_short(exc)}")
     return redact(f"{type(exc).__name__}: {_short(exc)}")

@@ -7,6 +7,7 @@ import logging
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 #: Environment variables that may hold secrets; their values are scrubbed from any text we keep.
 KEY_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "CC_API_KEY", "METACULUS_TOKEN", "NEWSAPI_KEY")
@@ -51,6 +52,15 @@ def api_key(variable: str, model: str) -> str:
 def optional_key(variable: str) -> str | None:
     load_dotenv()
     return os.environ.get(variable, "").strip() or None
+
+
+def key_for(spec: Any) -> str | None:
+    """The key a :class:`~.specs.ModelSpec`'s endpoint takes (None: it needs none)."""
+    if spec.provider == "custom":
+        return optional_key("CC_API_KEY")  # self-hosted servers often need none
+    if spec.key_variable:
+        return api_key(spec.key_variable, spec.text)
+    return None
 
 
 def redact(text: str) -> str:

@@ -1,0 +1,528 @@
+"""Provider Batch APIs (``/v1/files`` + ``/v1/batches``) underneath the ordinary call path.
+
+In batch mode an endpoint's HTTP client gets a :class:`BatchTransport`: a chat completion request
+that reaches the network (a cache miss) is not sent but parked in the endpoint's
+:class:`BatchCollector`, which writes the parked requests into a batch file once a file is full
+(the provider's limits on requests and bytes) or once no new request arrived for a short idle
+window, uploads it, creates the batch, polls it with backoff and answers every parked request
+with the HTTP response of its line. Everything above the transport (``openai``, ``instructor``'s
+validation and re-asks, the response cache, costs, the transcript) runs exactly as for a direct
+call; a re-ask is simply a new request, which goes into a follow-up batch (or, with
+``batch_fallback="direct"``, straight to the endpoint).
+
+Each line's ``custom_id`` is a hash of its request body, so the same request gets the same id in
+every session. Batches are journaled (``batches.jsonl``) as soon as they exist, before any waiting:
+a resumed run finds the batches that hold its requests and collects their results (downloading
+them again if need be) instead of submitting them a second time. Lines a batch did not answer
+(an expired batch) are submitted again, at most :data:`RESUBMITS` times; lines it answered with an
+error go to the client as that HTTP error, under the same retry policy as a direct call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx2
+import openai
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+from ..jsonl import LineError, iter_json_lines
+from ..paths import cache_dir
+from .accounting import cost_usd
+from .fatal import diagnose, host_of
+from .secrets import redact
+from .specs import ModelSpec
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: The journal's file name (in a run directory, or in the cache directory for other commands).
+BATCHES = "batches.jsonl"
+#: Batch states after which nothing changes any more.
+FINAL = frozenset({"completed", "failed", "expired", "cancelled"})
+#: How often a request a batch did not answer (expired, lost) is submitted again.
+RESUBMITS = 2
+#: Per-line error codes meaning "not run", not "failed": the request is submitted again.
+NOT_RUN = frozenset({"batch_expired", "batch_cancelled"})
+CHAT_PATH = "/v1/chat/completions"
+
+
+class BatchFailure(RuntimeError):
+    """A request its batch could not answer (cancelled, expired too often, a batch that failed):
+    recorded as the call's error; retrying it at once would not help."""
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """What one batch file may hold (OpenAI: 50,000 requests and 200 MB)."""
+
+    max_requests: int = 50_000
+    max_bytes: int = 200 * 1024 * 1024
+
+
+# ----------------------------------------------------------------------------- journal
+class BatchJournal:
+    """``batches.jsonl``: one line per state change of a batch; the latest fields per batch win.
+
+    Appends hold an exclusive ``flock``, so several processes may share one journal (the one in
+    the cache directory) without interleaving their lines.
+    """
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = Path(path) if path else None
+        self.records: dict[str, dict[str, Any]] = read_batches(self.path) if self.path else {}
+
+    def write(self, local: str, **fields: Any) -> dict[str, Any]:
+        record = self.records.setdefault(local, {"id": local})
+        record.update(fields)
+        if self.path is not None:
+            line = json.dumps({"id": local, "time": _now(), **fields}, ensure_ascii=False) + "\n"
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                fh.write(redact(line))
+                fh.flush()
+        return record
+
+
+def read_batches(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The batches of a journal (local id → merged record), in order of creation; a torn last line
+    (a kill mid-write) is ignored, a damaged line elsewhere is an error naming file and line."""
+    path = Path(path)
+    records: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return records
+    lines = list(iter_json_lines(path))
+    for i, (number, obj) in enumerate(lines):
+        if isinstance(obj, LineError):
+            if i == len(lines) - 1:
+                break
+            raise ValueError(f"{path}:{number}: not a batch record ({obj.message})")
+        if "id" not in obj:
+            raise ValueError(f"{path}:{number}: not a batch record (no id)")
+        records.setdefault(obj["id"], {}).update(obj)
+    return records
+
+
+def default_journal() -> Path:
+    """Where commands without a run directory (``cc generate``, ``cc questions``) journal batches."""
+    return cache_dir() / BATCHES
+
+
+def unfinished(path: str | Path) -> list[dict[str, Any]]:
+    """Batches of a journal that were submitted and not yet collected."""
+    return [r for r in read_batches(path).values() if r.get("batch_id") and not r.get("collected")]
+
+
+# ----------------------------------------------------------------------------- progress
+@dataclass
+class BatchProgress:
+    """Live counts over the batches of a run, for progress displays."""
+
+    batches: int = 0
+    requests: int = 0  # lines submitted
+    in_progress: int = 0  # batches not final yet
+    completed: int = 0  # lines answered
+    failed: int = 0  # lines answered with an error
+    expected_cost: float = 0.0
+    http_requests: int = 0  # to the Files and Batch API (uploads, creations, polls, downloads)
+    states: dict[str, str] = field(default_factory=dict)  # local id → state
+
+
+# ----------------------------------------------------------------------------- collector
+@dataclass
+class _Parked:
+    data: bytes  # the batch file line
+    batch: asyncio.Future[asyncio.Task[dict[str, Any]]]  # the task of the batch it went into
+
+
+class BatchCollector:
+    """Collects one endpoint's chat completion requests into batches and answers them from results."""
+
+    def __init__(
+        self,
+        llm: Any,
+        spec: ModelSpec,
+        model: str,
+        identity: str,
+        api: openai.AsyncOpenAI,
+        journal: BatchJournal,
+        limits: BatchLimits | None = None,
+    ) -> None:
+        s = llm.settings
+        self.llm, self.spec, self.model, self.identity, self.api, self.journal = (
+            llm,
+            spec,
+            model,
+            identity,
+            api,
+            journal,
+        )
+        self.limits = limits or BatchLimits(s.batch_max_requests, s.batch_max_bytes)
+        self.idle, self.poll, self.poll_max = s.batch_idle, s.batch_poll, s.batch_poll_max
+        self.fallback = s.batch_fallback
+        self.progress: BatchProgress = llm.batch_progress
+        self._parked: dict[str, _Parked] = {}
+        self._parked_bytes = 0
+        self._last_arrival = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._active: dict[str, asyncio.Task[dict[str, Any]]] = {}  # custom id → batch answering it now
+        self._tasks: dict[str, asyncio.Task[dict[str, Any]]] = {}  # local id → its task (this session)
+        # requests of earlier sessions: custom id → the latest journaled batch holding it
+        self._earlier: dict[str, str] = {}
+        self._earlier_tasks: set[asyncio.Task[dict[str, Any]]] = set()
+        for record in journal.records.values():
+            if record.get("identity") == identity and (record.get("batch_id") or record.get("file_id")):
+                for cid in record.get("custom_ids", ()):
+                    self._earlier[cid] = record["id"]
+                self._count(record)
+
+    # ---- asking -----------------------------------------------------------------------------
+    async def ask(self, body: bytes) -> tuple[int, bytes]:
+        """The HTTP status and body answering the chat completion request ``body``."""
+        cid = "cc-" + hashlib.sha256(body).hexdigest()[:32]
+        reason = "not answered"
+        for _ in range(RESUBMITS + 1):
+            task = self._active.get(cid)
+            if task is None:
+                local = self._earlier.pop(cid, None)
+                task = self._resume(local) if local else await self._park(cid, body)
+                self._active[cid] = task
+            try:
+                outcomes = await asyncio.shield(task)
+            finally:
+                if self._active.get(cid) is task:
+                    del self._active[cid]
+            outcome = outcomes.get(cid)
+            if isinstance(outcome, tuple):
+                return outcome
+            if isinstance(outcome, BatchFailure) and (task not in self._earlier_tasks or self.llm.breaker.reason):
+                raise outcome
+            # an earlier session's failure is what this session was started to retry: submit it again
+            reason = str(outcome or reason)  # not run (an expired batch): into a new batch
+        raise BatchFailure(f"no batch answered this request after {RESUBMITS + 1} submissions ({reason})")
+
+    async def _park(self, cid: str, body: bytes) -> asyncio.Task[dict[str, Any]]:
+        parked = self._parked.get(cid)
+        if parked is None:
+            data = b'{"custom_id":"%s","method":"POST","url":"%s","body":%s}\n' % (
+                cid.encode(),
+                CHAT_PATH.encode(),
+                body,
+            )
+            if len(data) > self.limits.max_bytes:
+                raise BatchFailure(
+                    f"the request ({len(data)} bytes) is larger than a batch file may be ({self.limits.max_bytes})"
+                )
+            if len(self._parked) >= self.limits.max_requests or self._parked_bytes + len(data) > self.limits.max_bytes:
+                self._flush()
+            parked = _Parked(data, asyncio.get_running_loop().create_future())
+            self._parked[cid] = parked
+            self._parked_bytes += len(data)
+            self._last_arrival = time.monotonic()
+            if self._timer is None:
+                self._timer = asyncio.get_running_loop().call_later(self.idle, self._on_idle)
+        return await asyncio.shield(parked.batch)
+
+    def _on_idle(self) -> None:
+        self._timer = None
+        quiet = time.monotonic() - self._last_arrival
+        if quiet >= self.idle * 0.999:
+            self._flush()
+        elif self._parked:
+            self._timer = asyncio.get_running_loop().call_later(self.idle - quiet, self._on_idle)
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        parked, self._parked, self._parked_bytes = self._parked, {}, 0
+        if not parked:
+            return
+        data = b"".join(p.data for p in parked.values())
+        local = "ccb-" + hashlib.sha256(data).hexdigest()[:16]
+        task = asyncio.ensure_future(self._submit(local, list(parked), data))
+        self._tasks[local] = task
+        for p in parked.values():
+            p.batch.set_result(task)
+
+    def _resume(self, local: str) -> asyncio.Task[dict[str, Any]]:
+        task = self._tasks.get(local)
+        if task is None:
+            task = self._tasks[local] = asyncio.ensure_future(self._collect(local))
+            self._earlier_tasks.add(task)
+        return task
+
+    # ---- one batch --------------------------------------------------------------------------
+    async def _submit(self, local: str, cids: list[str], data: bytes) -> dict[str, Any]:
+        expected = _expected_cost(self.model, data)
+        record = self.journal.write(
+            local,
+            identity=self.identity,
+            endpoint=self.spec.public,
+            model=self.model,
+            state="preparing",
+            requests=len(cids),
+            bytes=len(data),
+            expected_cost=expected,
+            created=_now(),
+            custom_ids=cids,
+        )
+        self._count(record)
+        try:
+            file = await self._api(
+                "upload", lambda: self.api.files.create(file=(f"{local}.jsonl", data), purpose="batch")
+            )
+            self._note(local, state="uploaded", file_id=file.id)
+            batch = await self._api(
+                "create",
+                lambda: self.api.batches.create(
+                    input_file_id=file.id,
+                    endpoint=CHAT_PATH,
+                    completion_window="24h",
+                    metadata={"cc_batch": local},
+                ),
+            )
+        except BatchFailure as exc:
+            self._note(local, state="failed", error=str(exc), collected=True)
+            return dict.fromkeys(cids, exc)
+        self._note(local, state=batch.status, batch_id=batch.id)
+        log.info("submitted batch %s (%s): %d request(s), %d bytes", batch.id, local, len(cids), len(data))
+        return await self._collect(local)
+
+    async def _collect(self, local: str) -> dict[str, Any]:
+        """Wait for the batch to end, then each custom id's outcome: ``(status, body)``, a
+        :class:`BatchFailure`, or a string (not run: submit again)."""
+        record = self.journal.records[local]
+        cids = record.get("custom_ids", [])
+        try:
+            batch_id = record.get("batch_id") or await self._find(record)
+            if batch_id is None:  # uploaded but never created: nothing was run
+                return dict.fromkeys(cids, "its batch was never created")
+            batch = await self._wait(local, batch_id)
+            outcomes = await self._results(local, batch, cids)
+        except BatchFailure as exc:
+            self._note(local, error=str(exc))
+            return dict.fromkeys(cids, exc)
+        return outcomes
+
+    async def _find(self, record: dict[str, Any]) -> str | None:
+        """The batch an earlier session created from this file but was stopped before journaling."""
+        with contextlib.suppress(openai.APIError, httpx2.HTTPError):
+            self.progress.http_requests += 1
+            page = await self.api.batches.list(limit=100)
+            for batch in page.data:
+                if batch.input_file_id == record.get("file_id"):
+                    self._note(record["id"], state=batch.status, batch_id=batch.id)
+                    return batch.id
+        return None
+
+    async def _wait(self, local: str, batch_id: str) -> Any:
+        wait, seen = self.poll, None
+        while True:
+            batch = await self._api("poll", lambda: self.api.batches.retrieve(batch_id))
+            counts = batch.request_counts.model_dump() if batch.request_counts else None
+            if (batch.status, counts) != seen:
+                seen = (batch.status, counts)
+                self._note(local, state=batch.status, counts=counts)
+            if batch.status in FINAL:
+                return batch
+            await asyncio.sleep(wait)
+            wait = min(wait * 1.5, self.poll_max)
+
+    async def _results(self, local: str, batch: Any, cids: list[str]) -> dict[str, Any]:
+        outcomes: dict[str, Any] = {}
+        cost, priced = 0.0, True
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            content = await self._api("download", lambda fid=file_id: self.api.files.content(fid))
+            for line in content.content.splitlines():
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                cid, response, error = item.get("custom_id"), item.get("response"), item.get("error")
+                if response and response.get("status_code"):
+                    body = response.get("body")
+                    outcomes[cid] = (int(response["status_code"]), json.dumps(body).encode())
+                    usage = body.get("usage") if isinstance(body, dict) else None
+                    if usage:
+                        c = cost_usd(self.model, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0), True)
+                        priced = priced and c is not None
+                        cost += c or 0.0
+                elif (
+                    error
+                    and error.get("code") in NOT_RUN
+                    and not (error.get("code") == "batch_cancelled" and batch.status == "cancelled")
+                ):
+                    outcomes[cid] = f"batch {batch.id} {batch.status}: {error.get('message') or error.get('code')}"
+                else:
+                    reason = (error or {}).get("message") or (error or {}).get("code") or "no response"
+                    outcomes[cid] = BatchFailure(f"batch {batch.id} ({batch.status}) did not answer: {reason}")
+        if batch.status == "failed":
+            errors = getattr(getattr(batch, "errors", None), "data", None) or []
+            reason = "; ".join(e.message or e.code or "" for e in errors) or "no reason given"
+            failure = BatchFailure(redact(f"batch {batch.id} failed: {reason}"))
+            outcomes.update((cid, failure) for cid in cids if cid not in outcomes)
+        elif batch.status == "cancelled":
+            failure = BatchFailure(f"batch {batch.id} was cancelled")
+            outcomes.update((cid, failure) for cid in cids if cid not in outcomes)
+        for cid in cids:  # lost lines: run them again
+            outcomes.setdefault(cid, f"batch {batch.id} ({batch.status}) returned no line for it")
+        self._note(local, collected=True, cost=cost if priced else None)
+        return outcomes
+
+    # ---- API calls, journal, progress -------------------------------------------------------
+    async def _api(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """One Batch API call under the shared retry policy; fatal errors trip the run's breaker."""
+        from .client import _describe, _transient
+
+        breaker, host = self.llm.breaker, host_of(self.spec)
+
+        def retry(exc: BaseException) -> bool:
+            if (
+                isinstance(exc, openai.APIStatusError)
+                and exc.status_code in (404, 405)
+                and what in ("upload", "create")
+            ):
+                breaker.trip(
+                    f"{host} has no Batch API (HTTP {exc.status_code} on {exc.request.url.path}); "
+                    "run without --batch, or point at an endpoint that implements /v1/files and /v1/batches"
+                )
+                return False
+            breaker.failure(exc, self.spec)
+            return _transient(exc) and breaker.reason is None
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.llm.settings.max_attempts),
+            wait=self.llm._wait,
+            retry=retry_if_exception(retry),
+            reraise=True,
+            before_sleep=self.llm._before_retry,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    self.progress.http_requests += 1
+                    return await call()
+        except Exception as exc:
+            if breaker.reason is not None:
+                raise BatchFailure(breaker.reason) from None
+            diagnosis = diagnose(exc, self.spec)
+            raise BatchFailure(f"batch {what} failed: {diagnosis.sentence if diagnosis else _describe(exc)}") from None
+        raise AssertionError("unreachable")
+
+    def _note(self, local: str, **fields: Any) -> None:
+        self._count(self.journal.write(local, **fields))
+
+    def _count(self, record: dict[str, Any]) -> None:
+        p = self.progress
+        new = record["id"] not in p.states
+        p.states[record["id"]] = record.get("state", "?")
+        if new:
+            p.batches += 1
+            p.requests += record.get("requests", 0)
+            p.expected_cost += record.get("expected_cost") or 0.0
+        p.in_progress = sum(s not in FINAL for s in p.states.values())
+        counts = record.get("counts")
+        if counts and record.get("state") in FINAL and not record.get("_counted"):
+            record["_counted"] = True
+            p.completed += counts.get("completed", 0)
+            p.failed += counts.get("failed", 0)
+        if self.llm.on_batch is not None:
+            self.llm.on_batch(p)
+
+    async def aclose(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for task in self._tasks.values():
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        await self.api.close()
+
+
+# ----------------------------------------------------------------------------- transport
+class BatchTransport(httpx2.AsyncBaseTransport):
+    """Hands chat completion requests to the collector; everything else to the real transport."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, collector: BatchCollector) -> None:
+        self.inner, self.collector = inner, collector
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
+            return await self.inner.handle_async_request(request)
+        from .client import _LEDGER
+
+        ledger = _LEDGER.get()
+        if self.collector.fallback == "direct" and ledger is not None and ledger.requests > 1:
+            return await self.inner.handle_async_request(request)  # a re-ask (or retry): asked directly
+        status, body = await self.collector.ask(await request.aread())
+        if ledger is not None:
+            ledger.batched += 1
+        return httpx2.Response(status, headers={"content-type": "application/json"}, content=body, request=request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+# ----------------------------------------------------------------------------- management
+def _api_for(endpoint: str) -> openai.AsyncOpenAI:
+    from .secrets import key_for
+    from .specs import parse_model_spec
+
+    spec = parse_model_spec(endpoint)
+    base_url, _, query = (spec.base_url or "").partition("?")
+    return openai.AsyncOpenAI(
+        base_url=base_url or None,
+        default_query=dict(urllib.parse.parse_qsl(query)) or None,
+        api_key=key_for(spec) or "no-key",
+        max_retries=3,
+    )
+
+
+async def update_batches(path: str | Path, cancel: bool = False, only: str | None = None) -> list[dict[str, Any]]:
+    """Ask the provider for the current state of a journal's unfinished batches (``cancel``: cancel
+    them first; ``only``: just the batch with this id), journal it, and return every batch."""
+    journal = BatchJournal(path)
+    for record in list(journal.records.values()):
+        batch_id = record.get("batch_id")
+        if not batch_id or record.get("state") in FINAL or (only and only not in (batch_id, record["id"])):
+            continue
+        async with _api_for(record["endpoint"]) as api:
+            batch = await (api.batches.cancel(batch_id) if cancel else api.batches.retrieve(batch_id))
+        counts = batch.request_counts.model_dump() if batch.request_counts else record.get("counts")
+        journal.write(record["id"], state=batch.status, counts=counts)
+    return list(journal.records.values())
+
+
+# ----------------------------------------------------------------------------- helpers
+def warm_platform(client: openai.AsyncOpenAI) -> None:
+    """The openai client looks up the platform (for its headers) in a worker thread on its first
+    request, and every request started before that one finished does it too: with thousands of
+    requests waiting for a batch at once, thousands of thread hops. Look it up once, now."""
+    if getattr(client, "_platform", True) is None:
+        from openai._base_client import get_platform
+
+        client._platform = get_platform()
+
+
+def _expected_cost(model: str, data: bytes) -> float | None:
+    """About what the batch will cost: its bytes as prompt tokens (4 a token) plus a few hundred
+    answer tokens a request, at batch prices; None for models without a price."""
+    lines = data.count(b"\n")
+    return cost_usd(model, len(data) // 4, 300 * lines, True)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
