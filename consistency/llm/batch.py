@@ -1,13 +1,12 @@
 """Provider Batch APIs (``/v1/files`` + ``/v1/batches``) underneath the ordinary call path.
 
-In batch mode an endpoint's HTTP client gets a :class:`BatchTransport`: a chat completion request
-that reaches the network (a cache miss) is not sent but parked in the endpoint's
-:class:`BatchCollector`, which writes the parked requests into a batch file once a file is full
-(the provider's limits on requests and bytes) or once no new request arrived for a short idle
-window, uploads it, creates the batch, polls it with backoff and answers every parked request
-with the HTTP response of its line. Everything above the transport (``openai``, ``instructor``'s
-validation and re-asks, the response cache, costs, the transcript) runs exactly as for a direct
-call; a re-ask is simply a new request, which goes into a follow-up batch (or, with
+In batch mode a chat completion request that would reach the network (a cache miss) is not sent
+but parked in the endpoint's :class:`BatchCollector` (see :mod:`.chat`), which writes the parked
+requests into a batch file once a file is full (the provider's limits on requests and bytes) or
+once no new request arrived for a short idle window, uploads it, creates the batch, polls it with
+backoff and answers every parked request with the response of its line. Everything above
+(``instructor``'s validation and re-asks, the response cache, costs, the transcript) runs exactly
+as for a direct call; a re-ask is simply a new request, which goes into a follow-up batch (or, with
 ``batch_fallback="direct"``, straight to the endpoint).
 
 Each line's ``custom_id`` is a hash of its request body, so the same request gets the same id in
@@ -23,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import gc
 import hashlib
 import json
 import logging
@@ -31,10 +31,13 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx2
 import openai
+from openai._models import construct_type
+from openai._utils._json import openapi_dumps
+from openai.types.chat import ChatCompletion
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ..jsonl import LineError, iter_json_lines
@@ -187,8 +190,35 @@ class BatchCollector:
                 for cid in record.get("custom_ids", ()):
                     self._earlier[cid] = record["id"]
                 self._count(record)
+        self._closed = False
+        relaxed_gc(True)
 
     # ---- asking -----------------------------------------------------------------------------
+    def takes(self) -> bool:
+        """Whether the current request goes into a batch: all do but, with ``batch_fallback="direct"``,
+        a call's second and later requests (re-asks, retries), which go straight to the endpoint."""
+        from .client import _LEDGER
+
+        ledger = _LEDGER.get()
+        return not (self.fallback == "direct" and ledger is not None and ledger.requests > 1)
+
+    async def complete(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> ChatCompletion:
+        """The chat completion answering ``body`` (the JSON a direct request would send), from its
+        batch; an error line raises the status error the same answer would raise when sent directly."""
+        from .client import _LEDGER
+
+        status, data = await self.ask(openapi_dumps(body))
+        if (ledger := _LEDGER.get()) is not None:
+            ledger.batched += 1
+        if status < 300:
+            try:
+                return ChatCompletion.model_validate_json(data)
+            except ValueError:  # a provider's extension the model rejects: openai's lenient path
+                return cast(ChatCompletion, construct_type(type_=ChatCompletion, value=json.loads(data)))
+        request = httpx2.Request("POST", client.base_url.join("chat/completions"))
+        response = httpx2.Response(status, headers={"content-type": "application/json"}, content=data, request=request)
+        raise client._make_status_error_from_response(response)
+
     async def ask(self, body: bytes) -> tuple[int, bytes]:
         """The HTTP status and body answering the chat completion request ``body``."""
         cid = "cc-" + hashlib.sha256(body).hexdigest()[:32]
@@ -450,30 +480,9 @@ class BatchCollector:
             task.cancel()
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
         await self.api.close()
-
-
-# ----------------------------------------------------------------------------- transport
-class BatchTransport(httpx2.AsyncBaseTransport):
-    """Hands chat completion requests to the collector; everything else to the real transport."""
-
-    def __init__(self, inner: httpx2.AsyncBaseTransport, collector: BatchCollector) -> None:
-        self.inner, self.collector = inner, collector
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
-            return await self.inner.handle_async_request(request)
-        from .client import _LEDGER
-
-        ledger = _LEDGER.get()
-        if self.collector.fallback == "direct" and ledger is not None and ledger.requests > 1:
-            return await self.inner.handle_async_request(request)  # a re-ask (or retry): asked directly
-        status, body = await self.collector.ask(await request.aread())
-        if ledger is not None:
-            ledger.batched += 1
-        return httpx2.Response(status, headers={"content-type": "application/json"}, content=body, request=request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+        if not self._closed:
+            self._closed = True
+            relaxed_gc(False)
 
 
 # ----------------------------------------------------------------------------- management
@@ -507,6 +516,29 @@ async def update_batches(path: str | Path, cancel: bool = False, only: str | Non
 
 
 # ----------------------------------------------------------------------------- helpers
+#: The youngest generation's collection threshold while requests wait for batches.
+GC_YOUNG = 50_000
+_gc = {"users": 0, "saved": (700, 10, 10)}
+
+
+def relaxed_gc(on: bool) -> None:
+    """Make CPython's cyclic garbage collector run less often while collectors exist (``on``), and
+    restore its thresholds when the last one closes. Tens of thousands of requests wait for their
+    batches at once, each a few hundred live objects, and every older-generation collection walks
+    all of them: at the default threshold (700) that walk took about 40% of the client's CPU in
+    ``benchmarks/bench_batch.py``. Memory is reclaimed by reference counting as usual; only cycles
+    wait a little longer."""
+    if on:
+        if not _gc["users"]:
+            _gc["saved"] = young, *older = gc.get_threshold()
+            gc.set_threshold(max(GC_YOUNG, young), *older)
+        _gc["users"] += 1
+    elif _gc["users"]:
+        _gc["users"] -= 1
+        if not _gc["users"]:
+            gc.set_threshold(*_gc["saved"])
+
+
 def warm_platform(client: openai.AsyncOpenAI) -> None:
     """The openai client looks up the platform (for its headers) in a worker thread on its first
     request, and every request started before that one finished does it too: with thousands of

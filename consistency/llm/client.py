@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 import httpx2
-import instructor
 import openai
 from instructor.core import IncompleteOutputException, InstructorRetryException
 from instructor.v2.core.function_calls import response_schema
@@ -38,6 +37,7 @@ from ..paths import cache_dir
 from .accounting import RunStats, Transcript, Usage
 from .batch import BatchFailure, BatchProgress
 from .cache import ResponseCache, cache_key
+from .chat import chat_create, instructed
 from .fatal import Breaker, FatalError, diagnose
 from .limits import RateLimiter
 from .retry import backoff_wait, transient_status
@@ -154,13 +154,14 @@ class _Endpoint:
                 http_client=httpx2.AsyncClient(
                     timeout=httpx2.Timeout(s.timeout),
                     limits=limits,
-                    transport=_transport(self.batch, spec, limits),
-                    event_hooks={"request": [llm._count_request]},
+                    transport=_transport(spec, limits),
                 ),
             )
             for _ in range(shards)
         ]
-        self.wrapped = [instructor.from_openai(c, mode=spec.mode) for c in self.clients]
+        # chat completions skip openai's parameter transform and, in batch mode, go to the collector
+        self.creates = [chat_create(c, llm._count_request, self.batch) for c in self.clients]
+        self.wrapped = [instructed(c, spec.mode, create) for c, create in zip(self.clients, self.creates, strict=True)]
         if self.batch is not None:
             from .batch import warm_platform
 
@@ -185,9 +186,10 @@ class _Endpoint:
             if str(client.base_url).rstrip("/") != server.base_url:
                 client.base_url = server.base_url
 
-    def pick(self) -> tuple[openai.AsyncOpenAI, Any]:
+    def pick(self) -> tuple[openai.AsyncOpenAI, Any, Any]:
+        """A client, its structured (instructor) create and its plain create, in turn across shards."""
         i = next(self._next)
-        return self.clients[i], self.wrapped[i]
+        return self.clients[i], self.wrapped[i], self.creates[i]
 
 
 class LLM:
@@ -264,12 +266,12 @@ class LLM:
         )
         return BatchCollector(self, spec, model, identity, api, self._batch_journal)
 
-    async def _count_request(self, request: httpx2.Request) -> None:
-        if request.url.path.endswith("/chat/completions"):
-            self.stats.calls += 1
-            ledger = _LEDGER.get()
-            if ledger is not None:
-                ledger.requests += 1
+    def _count_request(self) -> None:
+        """One chat completion request sent (or batched): into the run's and the call's counts."""
+        self.stats.calls += 1
+        ledger = _LEDGER.get()
+        if ledger is not None:
+            ledger.requests += 1
 
     def _spend(self, usage: Usage) -> None:
         """Tokens a response billed: into the run's totals and the current call's transcript line."""
@@ -400,9 +402,9 @@ class LLM:
     async def _once(
         self, ep: _Endpoint, messages: list[dict[str, Any]], response_model: type | None, params: dict[str, Any]
     ) -> LLMResult:
-        client, wrapped = ep.pick()
+        _, wrapped, create = ep.pick()
         if response_model is None:
-            completion = await client.chat.completions.create(model=ep.model, messages=messages, **params)
+            completion = await create(model=ep.model, messages=messages, **params)
             usage = Usage.of(ep.model, completion.usage, _batched())
             self._spend(usage)
             if completion.choices[0].finish_reason == "length":
@@ -542,11 +544,7 @@ class LLM:
         return result
 
 
-def _transport(batch: Any, spec: ModelSpec, limits: httpx2.Limits) -> httpx2.AsyncBaseTransport | None:
-    if batch is not None:
-        from .batch import BatchTransport
-
-        return BatchTransport(httpx2.AsyncHTTPTransport(limits=limits), batch)
+def _transport(spec: ModelSpec, limits: httpx2.Limits) -> httpx2.AsyncBaseTransport | None:
     if spec.provider == "local":
         from .local.transport import GrammarTransport
 

@@ -1,0 +1,72 @@
+"""Chat completions sent through the openai client, minus its parameter transform.
+
+``chat.completions.create`` walks every message and the whole tool schema through a type-driven
+transform (key aliases, date and base64 formats) before sending. The chat request types declare
+none of those, so for the plain JSON values this project sends the transform returns its input,
+yet it costs about a third of the client's CPU per request: the bottleneck when tens of thousands
+of requests are prepared for batch files. :func:`chat_create` sends the same body through the
+same client's ``post``: same URL, headers, auth, query, timeout and response parsing.
+``tests/test_llm_chat.py`` checks that the bytes on the wire are those ``create`` sends.
+
+In batch mode the same function hands the body to the endpoint's :class:`~.batch.BatchCollector`
+instead: a request that will travel as a line of a batch file never builds an HTTP request of
+its own, and its answer comes back as the same ``ChatCompletion`` (or the same status error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import instructor
+import openai
+from openai._base_client import make_request_options
+from openai.types.chat import ChatCompletion
+
+if TYPE_CHECKING:
+    from .batch import BatchCollector
+
+_OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
+
+
+def chat_create(
+    client: openai.AsyncOpenAI, counted: Callable[[], None], batch: BatchCollector | None = None
+) -> Callable[..., Awaitable[Any]]:
+    """``client.chat.completions.create`` for JSON-valued parameters, without the transform;
+    ``counted`` is told of every request, ``batch`` (batch mode) takes those it batches."""
+    slow = client.chat.completions.create
+
+    async def create(**params: Any) -> Any:
+        counted()
+        if params.get("stream") or not _plain(params.get("messages")):
+            return await slow(**params)  # streams and non-list messages keep openai's own path
+        options = make_request_options(
+            **{k: params.pop(k) for k in _OPTIONS if k in params}, security={"bearer_auth": True}
+        )
+        # in create's order (messages, model, the rest alphabetically): the same bytes on the wire
+        body = {k: params.pop(k) for k in ("messages", "model") if k in params}
+        body.update((k, params[k]) for k in sorted(params) if not isinstance(params[k], (openai.NotGiven, openai.Omit)))
+        if batch is not None and batch.takes():
+            return await batch.complete(client, {**body, **options.get("extra_json", {})})
+        return await client.post("/chat/completions", body=body, options=options, cast_to=ChatCompletion)
+
+    return create
+
+
+def _plain(messages: Any) -> bool:
+    return isinstance(messages, list) and all(type(m) is dict for m in messages)
+
+
+def instructed(
+    client: openai.AsyncOpenAI, mode: instructor.Mode, create: Callable[..., Awaitable[Any]]
+) -> instructor.AsyncInstructor:
+    """``instructor.from_openai(client, mode)`` whose requests go through ``create``."""
+    from instructor.v2.core.patch import patch_v2
+    from instructor.v2.core.registry import normalize_mode
+
+    if mode in {instructor.Mode.RESPONSES_TOOLS, instructor.Mode.RESPONSES_TOOLS_WITH_INBUILT_TOOLS}:
+        return instructor.from_openai(client, mode=mode)
+    provider = instructor.Provider.OPENAI
+    mode = normalize_mode(provider, mode)
+    patched = patch_v2(func=create, provider=provider, mode=mode)
+    return instructor.AsyncInstructor(client=client, create=patched, provider=provider, mode=mode)
