@@ -112,6 +112,31 @@ def test_a_locked_cache_is_waited_for(tmp_path):
     holder.close()
 
 
+def test_answers_stored_in_a_loop_are_written_at_its_next_turn_in_one_transaction(tmp_path):
+    path = tmp_path / "cache" / "responses.sqlite"
+    cache, other = ResponseCache(path), ResponseCache(path)  # ``other``: as another process sees the file
+
+    statements: list[str] = []
+    cache._connect().set_trace_callback(statements.append)
+
+    async def store() -> tuple[bool, bool, int]:
+        before = cache._connect().total_changes
+        for i in range(500):
+            cache.put(f"k{i}", "m", {"value": i})
+        seen_here, seen_elsewhere = cache.get("k499") == {"value": 499}, other.get("k499") is not None
+        await asyncio.sleep(0)  # the loop's next turn
+        return seen_here, seen_elsewhere, cache._connect().total_changes - before
+
+    seen_here, seen_elsewhere_before, changes = asyncio.run(store())
+    assert seen_here and not seen_elsewhere_before and changes == 500
+    assert [x for x in statements if x.startswith(("BEGIN", "COMMIT"))] == ["BEGIN IMMEDIATE", "COMMIT"]
+    assert other.get("k0") == {"value": 0} and other.get("k499") == {"value": 499}
+    cache.put("sync", "m", {"value": "x"})  # outside a loop: written at once
+    assert other.get("sync") == {"value": "x"}
+    cache.close()
+    other.close()
+
+
 def test_a_cache_that_cannot_be_opened_costs_calls_not_the_run(tmp_path, caplog):
     path = tmp_path / "cache" / "responses.sqlite"
     path.mkdir(parents=True)  # not even a file

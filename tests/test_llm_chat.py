@@ -149,3 +149,17 @@ def test_batch_mode_relaxes_the_garbage_collector_only_while_its_llm_is_open(tmp
         during = asyncio.run(go(srv.model_spec()))
     assert during[0] >= 50_000 and during[1:] == before[1:]
     assert gc.get_threshold() == before
+
+
+def test_a_parameter_create_does_not_take_is_refused_as_create_refuses_it():
+    async def both() -> list[str]:
+        async with openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="k", max_retries=0) as client:
+            refusals = []
+            for create in (client.chat.completions.create, chat_create(client, lambda: None)):
+                with pytest.raises(TypeError) as refused:
+                    await create(model="m", messages=[], api_key="x")
+                refusals.append(str(refused.value).rpartition("() ")[2])
+        return refusals
+
+    theirs, ours = asyncio.run(both())
+    assert ours == theirs == "got an unexpected keyword argument 'api_key'"

@@ -4,11 +4,15 @@ The key is a hash of what determines an answer: the model's identity (endpoint a
 the messages, the generation parameters and the response schema; never concurrency,
 timeouts or retry settings. Only answers that validated are stored, so re-running a run
 repeats no successful call, and a hit returns the same parsed object as the original call.
-WAL mode lets several processes read and write at once.
+WAL mode lets several processes read and write at once. Answers stored from inside an event
+loop are written together at the loop's next turn, one transaction for all of them: when a batch
+of tens of thousands of answers arrives at once, one commit each would cost more than the rest of
+their handling.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -71,6 +75,7 @@ class ResponseCache:
         self._complained = False
         self.hits = 0
         self.misses = 0
+        self._pending: dict[str, tuple[str, str, str, float]] = {}  # key -> row, written at the loop's next turn
         with self._lock:
             self._guarded(self._connect)
 
@@ -135,7 +140,8 @@ class ResponseCache:
             return self._connect().execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
 
         with self._lock:
-            row = self._tolerant(read, "read")
+            pending = self._pending.get(key)
+            row = (pending[2],) if pending else self._tolerant(read, "read")
         if row is None:
             self.misses += 1
             return None
@@ -143,19 +149,45 @@ class ResponseCache:
         return json.loads(row[0])
 
     def put(self, key: str, model: str, value: dict[str, Any]) -> None:
-        text = json.dumps(value, ensure_ascii=False)
-
-        def write() -> None:
-            self._connect().execute(
-                "INSERT OR REPLACE INTO responses (key, model, value, created) VALUES (?, ?, ?, ?)",
-                (key, model, text, time.time()),
-            )
-
+        row = (key, model, json.dumps(value, ensure_ascii=False), time.time())
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
         with self._lock:
+            first = not self._pending
+            self._pending[key] = row
+        if loop is None:
+            self.flush()
+        elif first:
+            loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write the answers stored since the last flush, in one transaction."""
+        with self._lock:
+            rows = list(self._pending.values())
+            if not rows:
+                return
+
+            def write() -> None:
+                db = self._connect()
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.executemany(
+                        "INSERT OR REPLACE INTO responses (key, model, value, created) VALUES (?, ?, ?, ?)", rows
+                    )
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+
             self._tolerant(write, "write")
+            self._pending.clear()  # written, or (a cache that cannot be used) given up as the run goes on
 
     def record_run(self) -> None:
         """Remember this run's hits and misses for ``cc cache stats`` (if it used the cache)."""
+        self.flush()
         if not self.hits + self.misses:
             return
         run = {"hits": self.hits, "misses": self.misses, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -169,6 +201,8 @@ class ResponseCache:
             self._tolerant(write, "write")
 
     def stats(self) -> CacheStats:
+        self.flush()
+
         def read() -> tuple[int, Any]:
             db = self._connect()
             entries = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
@@ -182,6 +216,7 @@ class ResponseCache:
 
     def clear(self) -> int:
         def wipe() -> int:
+            self._pending.clear()
             db = self._connect()
             n = db.execute("DELETE FROM responses").rowcount
             db.execute("DELETE FROM meta")
@@ -192,6 +227,7 @@ class ResponseCache:
             return self._guarded(wipe)
 
     def close(self) -> None:
+        self.flush()
         with self._lock:
             if self._db is not None:
                 self._db.close()

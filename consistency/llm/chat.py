@@ -15,6 +15,8 @@ its own, and its answer comes back as the same ``ChatCompletion`` (or the same s
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,9 @@ def chat_create(
     slow = client.chat.completions.create
 
     async def create(**params: Any) -> Any:
+        unknown = params.keys() - _parameters()
+        if unknown:  # as create itself would refuse it, before any request
+            raise TypeError(f"create() got an unexpected keyword argument {min(unknown)!r}")
         counted()
         if params.get("stream") or not _plain(params.get("messages")):
             return await slow(**params)  # streams and non-list messages keep openai's own path
@@ -51,6 +56,14 @@ def chat_create(
         return await client.post("/chat/completions", body=body, options=options, cast_to=ChatCompletion)
 
     return create
+
+
+@functools.cache
+def _parameters() -> frozenset[str]:
+    """The keyword arguments ``create`` of the installed ``openai`` takes."""
+    from openai.resources.chat.completions import AsyncCompletions
+
+    return frozenset(inspect.signature(AsyncCompletions.create).parameters) - {"self"}
 
 
 def _plain(messages: Any) -> bool:
