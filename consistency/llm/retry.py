@@ -8,9 +8,10 @@ with full jitter, never longer than ``max_backoff``.
 from __future__ import annotations
 
 import email.utils
+import random
 import time
 
-from tenacity import RetryCallState, wait_random_exponential
+from tenacity import RetryCallState
 
 #: HTTP statuses worth retrying besides 5xx.
 TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
@@ -45,10 +46,15 @@ def retry_after(exc: BaseException | None) -> float | None:
         return max(parsed.timestamp() - time.time(), 0.0) if parsed else None
 
 
-def backoff_wait(state: RetryCallState, max_backoff: float) -> float:
-    """tenacity ``wait``: the server's hint, else jittered exponential backoff (0.5 s, 1 s, 2 s, ...)."""
-    exc = state.outcome.exception() if state.outcome else None
+def backoff(exc: BaseException | None, attempt: int, max_backoff: float) -> float:
+    """Seconds to wait after failed attempt number ``attempt`` (1-based): the server's hint, else
+    jittered exponential backoff (up to 0.5 s, 1 s, 2 s, ...), never more than ``max_backoff``."""
     hinted = retry_after(exc)
     if hinted is not None:
         return min(hinted, max_backoff)
-    return wait_random_exponential(multiplier=0.5, max=max_backoff)(state)
+    return random.uniform(0.0, min(max_backoff, 0.5 * 2.0 ** (attempt - 1)))
+
+
+def backoff_wait(state: RetryCallState, max_backoff: float) -> float:
+    """:func:`backoff` as a tenacity ``wait``."""
+    return backoff(state.outcome.exception() if state.outcome else None, state.attempt_number, max_backoff)
