@@ -1,7 +1,7 @@
 """Batch mode at scale against the scripted server: ``python benchmarks/bench_batch.py``.
 
 Sends 20,000 structured questions through ``LLMSettings(batch=True)``: the whole client path
-(openai + instructor, cache lookups and writes, the batch transport, upload, polling, download,
+(instructor, cache lookups and writes, the batch collector, upload, polling, download, parsing,
 validation, cost, transcript-free) against ``python -m consistency.testing`` in its own process.
 Prints
 
@@ -11,8 +11,9 @@ Prints
     http_requests=<n>    HTTP requests the client made, and batch files (target: O(files), not O(questions))
 
 and, as references measured in the same run, the bare cost of json-encoding the same request
-bodies (``json_encode_per_s``) and the ratio of our rate to it: the machine is shared, so the
-ratio is what to compare across runs.
+bodies (``json_encode_per_s``) and of the bare ``openai`` client making the same requests one by one
+(``openai_only_per_s``), with the ratio of our rate to each: the machine is shared, so the ratios
+are what to compare across runs.
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def json_reference(spec: str, n: int) -> float:
 
 def openai_reference(spec: str, n: int) -> float:
     """Per second of CPU: the bare ``openai`` client building the same tool-call requests and parsing a
-    canned completion from an in-process transport (no instructor, cache, batching or network): the
-    least any client built on it spends a request."""
+    canned completion from an in-process transport (no instructor, cache, batching or network): what
+    a client that sent every request through ``chat.completions.create`` would spend at least."""
     import httpx2
     import openai
 
