@@ -366,3 +366,17 @@ def test_a_parameter_the_client_rejects_stops_the_llm_layer_after_three_calls():
         f"cannot call 127.0.0.1:{srv.port}: the client does not take the request parameter 'api_key'; "
         "remove -F api_key."
     )
+
+
+def test_the_host_named_in_errors_never_holds_credentials():
+    import instructor
+
+    from consistency.llm.fatal import host_of
+    from consistency.llm.specs import ModelSpec
+
+    def spec(base_url: str) -> ModelSpec:
+        return ModelSpec("s", "custom", "m", base_url, None, instructor.Mode.TOOLS)
+
+    assert host_of(spec("https://user:s3cret@api.example.org:8443/v1")) == "api.example.org:8443"
+    assert host_of(spec("user:s3cret@gpu-box:8000/v1")) == "gpu-box:8000"  # written without a scheme
+    assert host_of(spec("localhost:8000/v1")) == "localhost:8000"

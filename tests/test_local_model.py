@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -229,6 +230,23 @@ def test_json_schema_requests_become_llguidance_grammars() -> None:
     assert _rewrite({"model": "local", "messages": []}) is None  # free text: untouched
     capped = json.loads(llguidance_grammar({"type": "string", "maxLength": 5}).partition("%json ")[2])
     assert capped["maxLength"] == 5  # a schema's own limit wins
+
+
+def test_fields_named_like_schema_keywords_are_tightened_as_fields() -> None:
+    """Field names (``properties``, ``type``) and literal values are not schemas: nothing is added to them."""
+
+    class Odd(BaseModel):
+        properties: str
+        type: str = "x"
+        kind: Literal["a", "b"] = "a"
+
+    constrained = json.loads(llguidance_grammar(Odd.model_json_schema()).partition("%json ")[2])
+    fields = constrained["properties"]
+    assert set(fields) == {"properties", "type", "kind"}  # no "additionalProperties" field appeared
+    assert fields["properties"] == {"title": "Properties", "type": "string", "maxLength": STRING_LIMIT}
+    assert fields["type"]["maxLength"] == STRING_LIMIT and fields["type"]["default"] == "x"
+    assert fields["kind"]["enum"] == ["a", "b"] and "maxLength" not in fields["kind"]
+    assert constrained["additionalProperties"] is False and constrained["required"] == ["properties"]
 
 
 # -------------------------------------------------------------------------------------- server

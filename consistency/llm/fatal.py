@@ -46,7 +46,9 @@ def host_of(spec: ModelSpec) -> str:
     """The endpoint's host (``host:port``), never its credentials."""
     if spec.base_url:
         parts = urlsplit(spec.base_url)
-        return parts.hostname + (f":{parts.port}" if parts.port else "") if parts.hostname else spec.base_url
+        if parts.hostname:
+            return parts.hostname + (f":{parts.port}" if parts.port else "")
+        return urlsplit("//" + spec.base_url).netloc.rpartition("@")[2] or "the endpoint"  # no scheme
     return _DEFAULT_HOSTS.get(spec.provider, spec.provider)
 
 

@@ -35,12 +35,25 @@ def llguidance_grammar(schema: dict[str, Any]) -> str:
     return "%llguidance {}\nstart: %json " + json.dumps(constrained, separators=(",", ":"))
 
 
+#: Keywords whose value maps names to schemas (the mapping itself is not a schema).
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+#: Keywords whose value is data, not a schema.
+_DATA = frozenset({"enum", "const", "default", "examples", "required"})
+
+
 def _tighten(node: Any) -> Any:
     if isinstance(node, list):
         return [_tighten(item) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {key: _tighten(value) for key, value in node.items()}
+    out = {}
+    for key, value in node.items():
+        if key in _DATA:
+            out[key] = value
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _tighten(schema) for name, schema in value.items()}
+        else:
+            out[key] = _tighten(value)
     types = out.get("type")
     is_string = types == "string" or (isinstance(types, list) and "string" in types)
     if is_string and "maxLength" not in out and "enum" not in out and "const" not in out:
