@@ -13,7 +13,9 @@ from reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference
 from test_accuracy_cli import write_noisy_run
 from typer.testing import CliRunner
 
+from consistency.accuracy.inputs import ScoreInputError
 from consistency.accuracy.pairing import pair_key
+from consistency.accuracy.sources import find_sources
 from consistency.cli import app
 from consistency.datasets import sample_dir
 from consistency.jsonl import iter_json_lines
@@ -216,3 +218,28 @@ def test_report_and_correlate_pair_a_mixed_set_identically(paper, tmp_path):
     assert reasons[str(gt / "Basic_zeta_20240501_20240815")] == "no consistency output matches this forecaster"
     second = [why for path, why in reasons.items() if "alpha" in path]
     assert len(second) == 1 and second[0].startswith("a second consistency output")
+
+
+def test_a_damaged_summary_inside_a_directory_is_skipped_and_named_not_fatal(paper, tmp_path):
+    """Like a bad row: the file and the reason on stderr, the count, and the rest of the directory used."""
+    forecasts = tmp_path / "forecasts"
+    shutil.copytree(paper / "forecasts", forecasts)
+    scored = tmp_path / "scored"
+    assert run("score", forecasts, "-o", scored)[0] == 0
+    broken_truth = forecasts / "Basic_omega_20240501_20240815" / "ground_truth_summary.json"
+    broken_truth.parent.mkdir()
+    broken_truth.write_text('{"forecaster": "omega", "avg_brier')  # cut off mid-write
+    broken_run = scored / "Basic_alpha_tuples_scraped" / "summary.json"
+    summary = json.loads(broken_run.read_text())
+    for check in summary["checks"].values():
+        del check["frequentist"]
+    broken_run.write_text(json.dumps(summary))
+    code, stdout, stderr = run("correlate", forecasts, scored, "--max-brier", 1, "--bootstrap", 20, "--json")
+    assert code == 0, stderr
+    flat = " ".join(stderr.split())
+    assert f"skipped {broken_truth}:1: not a ground-truth summary (no avg_brier_score)" in flat
+    assert f"skipped {broken_run}:1: not a `cc score` summary (missing 'frequentist')" in flat
+    assert "2 bad row(s) skipped" in flat
+    assert "Basic_alpha_20240501_20240815" not in json.loads(stdout)["pairs"]  # its output was the damaged one
+    with pytest.raises(ScoreInputError, match="no avg_brier_score"):  # named on its own, it is still an error
+        find_sources([broken_truth])

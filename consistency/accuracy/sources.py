@@ -12,21 +12,20 @@ published ``BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped`` pairs with
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 import numpy as np
 
-from ..jsonl import read_json_object
+from ..jsonl import LineError, read_json_object
 from . import proper
 from .inputs import ScoreInputError
 from .pairing import Identity, identity, identity_of, match
 from .table import load_table
 
-if TYPE_CHECKING:
-    from ..jsonl import LineError
+T = TypeVar("T")
 
 
 @dataclass
@@ -118,10 +117,9 @@ def find_sources(
         truth_summaries = [  # a summary is used only where the per-question results are not beside it
             p for p in sorted(path.rglob("ground_truth_summary.json")) if p.parent not in {r.parent for r in results}
         ]
-        found.runs += [read_consistency(p) for p in summaries]
+        found.runs += _each(summaries, read_consistency, skipped)
         per_question += results
-        for p in truth_summaries:
-            _add_summary(found, p)
+        _each(truth_summaries, lambda p: _add_summary(found, p), skipped)
         if not (summaries or results or truth_summaries):
             raise ScoreInputError(
                 f"{path}: holds no `cc score` summary.json, ground_truth_results.jsonl or ground_truth_summary.json "
@@ -146,6 +144,20 @@ def find_sources(
                 directory,
             )
     return found
+
+
+def _each(paths: list[Path], read: Callable[[Path], T], skipped: list[LineError] | None) -> list[T]:
+    """``read`` of each of the summaries found in a directory; with ``skipped``, a damaged one is
+    listed there and left out, as a bad row would be, instead of stopping everything."""
+    out = []
+    for path in paths:
+        try:
+            out.append(read(path))
+        except ScoreInputError as exc:
+            if skipped is None:
+                raise
+            skipped.append(LineError(str(path), 1, None, str(exc).removeprefix(f"{path}: ")))
+    return out
 
 
 def _add_summary(found: Sources, path: Path) -> None:
