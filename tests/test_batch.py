@@ -152,6 +152,7 @@ def test_batches_that_keep_expiring_end_as_recorded_failures_with_the_reason(tmp
         assert not srv.batches.executions
     assert len(result.failures) == result.meta["questions"]
     assert all("no batch answered this request after 3 submissions" in f["error"] for f in result.failures)
+    assert not any("BatchFailure" in f["error"] for f in result.failures)  # the sentence, not a class name
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert summary["questions"]["failed"] == result.meta["questions"]
 

@@ -251,3 +251,18 @@ def test_proposals_are_reworded_and_strictly_rechecked_against_the_article(tmp_p
     assert got == ["Will the Reserve Bank cut its policy rate by September 30, 2024?"]
     assert strict_report.rejected["recheck"] == 1 and plain.written == 2
     assert asked.count("Recheck") == 3  # the three proposals inside the horizon, with rephrase only
+
+
+def test_batch_mode_resolves_every_due_question_in_one_batch(tmp_path):
+    """The default concurrency (8) would split 20 questions into batches of 8: batch mode waits for one."""
+    qs = [question(f"Will the crewed mission {i} launch by August 31, 2024?") for i in range(20)]
+    settings = LLMSettings(timeout=5, batch=True, batch_idle=0.1, batch_poll=0.02, batch_poll_max=0.1)
+
+    async def go(spec):
+        async with LLM(settings, batches=tmp_path / "batches.jsonl") as llm:
+            return await resolve_questions(qs, llm, spec, as_of=date(2024, 9, 15))
+
+    with ScriptedServer(rule) as srv:
+        resolved, report = asyncio.run(go(srv.model_spec()))
+        assert (srv.batches.batches_created, sum(srv.batches.executions.values())) == (1, 20)
+    assert report.asked == 20 and all(q.resolution is True for q in resolved)

@@ -129,7 +129,7 @@ def generate_cmd(
     rel = relevance.value if relevance != RelevanceChoice.auto else ("llm" if kind == "llm" else "embeddings")
     options = GenerateOptions(
         n=n, candidates=candidates, top=top, prefilter=prefilter, seed=seed, around=source,
-        concurrency=n if llm_args.values["batch"] else llm_args.values["max_connections"],
+        concurrency=llm_args.settings.width(llm_args.values["max_connections"], n),
     )  # fmt: skip
     plan = Plan(kind, verify, threshold, verifier_model or llm_args.model, rel, embeddings, out_dir, options)
     reports = run_calls(_run(checks, pool, plan, llm_args))

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..llm import LLM, RunStats
+from ..llm import LLM, LLMSettings, RunStats
 from . import llm_options as opt
 from .console import err, escape
 
@@ -57,9 +57,12 @@ class LLMArgs:
     def hosted(self) -> bool:
         return self.model != "local"
 
+    @property
+    def settings(self) -> LLMSettings:
+        return opt.settings(**{k: v for k, v in self.values.items()})
+
     def client(self) -> LLM:
-        settings = opt.settings(**{k: v for k, v in self.values.items()})
-        return LLM(settings, transcript=self.transcript)
+        return LLM(self.settings, transcript=self.transcript)
 
 
 def shared_options(options: dict[str, tuple[Any, Any]], param: str, build: Callable[[dict[str, Any]], Any]):

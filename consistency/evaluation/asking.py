@@ -125,8 +125,9 @@ async def ask_all(
     Raises :class:`FatalError` (what finished is journaled) on an error that cannot succeed on retry.
     """
     pending = [a for a in asks if done.get(a.key, {}).get("forecast") is None]
-    if llm.settings.batch:  # every request should be able to wait for its batch: no cap, no per-question clock
-        concurrency, timeout = max(concurrency, len(pending)), None
+    concurrency = llm.settings.width(concurrency, len(pending))
+    if llm.settings.batch:  # a question waits for its batch: no per-question clock
+        timeout = None
 
     stopped: list[OSError] = []
 

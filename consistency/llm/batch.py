@@ -539,16 +539,6 @@ def relaxed_gc(on: bool) -> None:
             gc.set_threshold(*_gc["saved"])
 
 
-def warm_platform(client: openai.AsyncOpenAI) -> None:
-    """The openai client looks up the platform (for its headers) in a worker thread on its first
-    request, and every request started before that one finished does it too: with thousands of
-    requests waiting for a batch at once, thousands of thread hops. Look it up once, now."""
-    if getattr(client, "_platform", True) is None:
-        from openai._base_client import get_platform
-
-        client._platform = get_platform()
-
-
 def _expected_cost(model: str, data: bytes) -> float | None:
     """About what the batch will cost: its bytes as prompt tokens (4 a token) plus a few hundred
     answer tokens a request, at batch prices; None for models without a price."""

@@ -108,6 +108,11 @@ class LLMSettings(BaseModel):
     batch_max_requests: int = 50_000  # per batch file (OpenAI's limit)
     batch_max_bytes: int = 200 * 1024 * 1024
 
+    def width(self, concurrency: int, n: int) -> int:
+        """How many of ``n`` items to work on at once: ``concurrency``, but in batch mode all of them,
+        so that their requests wait for one batch together instead of trickling into many small ones."""
+        return max(concurrency, n) if self.batch else concurrency
+
 
 @dataclass
 class LLMResult(Generic[T]):
@@ -162,10 +167,6 @@ class _Endpoint:
         # chat completions skip openai's parameter transform and, in batch mode, go to the collector
         self.creates = [chat_create(c, llm._count_request, self.batch) for c in self.clients]
         self.wrapped = [instructed(c, spec.mode, create) for c, create in zip(self.clients, self.creates, strict=True)]
-        if self.batch is not None:
-            from .batch import warm_platform
-
-            warm_platform(self.clients[0])
         self._next = itertools.cycle(range(shards))
         # the local server decodes `slots` requests at once: queue the rest here, where waiting does
         # not count against the HTTP timeout, instead of in the server, where it would
@@ -619,8 +620,6 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- error helpers
 def _transient(exc: BaseException) -> bool:
-    if isinstance(exc.__cause__, BatchFailure):  # its batch could not answer it: recorded, not retried
-        return False
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.APIResponseValidationError)):
         return True
     if isinstance(exc, openai.APIStatusError):
@@ -638,8 +637,8 @@ def _root_cause(exc: BaseException) -> BaseException | None:
 def _describe(exc: BaseException | None) -> str:
     if exc is None:
         return "unknown error"
-    if isinstance(exc.__cause__, BatchFailure):
-        return redact(str(exc.__cause__))
+    if isinstance(exc, BatchFailure):  # its batch could not answer it (not retried): the sentence says why
+        return redact(str(exc))
     if isinstance(exc, openai.APIStatusError):
         return redact(f"HTTP {exc.status_code}: {_short(exc)}")
     return redact(f"{type(exc).__name__}: {_short(exc)}")

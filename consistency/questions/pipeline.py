@@ -79,11 +79,6 @@ async def verify_question(llm: LLM, model: str, q: ForecastingQuestion) -> Quest
     return result.value if result.ok else f"verify: {result.error}"
 
 
-def _width(llm: LLM, concurrency: int, todo: Sequence[Any]) -> int:
-    """In batch mode every request may wait for its batch at once (one batch, not many small ones)."""
-    return max(concurrency, len(todo)) if llm.settings.batch else concurrency
-
-
 async def _each(items: Sequence[Any], work: Callable, concurrency: int, record: Callable) -> None:
     gate = asyncio.Semaphore(concurrency)
 
@@ -138,7 +133,7 @@ async def build_questions(
                 report.rejected[why.split(":")[0]] += 1
 
         todo = [t for t in dict.fromkeys(titles) if t not in done]
-        await _each(todo, work, _width(llm, concurrency, todo), record)
+        await _each(todo, work, llm.settings.width(concurrency, len(todo)), record)
     return report
 
 
@@ -169,5 +164,5 @@ async def verify_questions(
             report.rejected["verify"] += 1
 
         todo = [q for q in questions if q.id not in done]
-        await _each(todo, lambda q: verify_question(llm, model, q), _width(llm, concurrency, todo), record)
+        await _each(todo, lambda q: verify_question(llm, model, q), llm.settings.width(concurrency, len(todo)), record)
     return report

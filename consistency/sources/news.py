@@ -385,7 +385,7 @@ async def questions_from_news(
                     if variant.id not in written and await verified(article, variant):
                         keep(variant)
 
-        gate = asyncio.Semaphore(concurrency)
+        gate = asyncio.Semaphore(llm.settings.width(concurrency, len(todo)))
 
         async def gated(article: Article) -> None:
             async with gate:

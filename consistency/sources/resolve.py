@@ -54,7 +54,7 @@ async def resolve_questions(
 ) -> tuple[list[ForecastingQuestion], ResolveReport]:
     """The questions in the same order, those due by ``as_of`` and unresolved given a model resolution."""
     report = ResolveReport()
-    gate = asyncio.Semaphore(concurrency)
+    gate = asyncio.Semaphore(llm.settings.width(concurrency, len(questions)))
 
     async def one(q: ForecastingQuestion) -> ForecastingQuestion:
         if q.resolution is not None:
