@@ -1,4 +1,4 @@
-"""``python -m consistency.testing [--rule NAME] [--host H] [--port N] [--latency S] [--fault KIND=RATE ...] [--batch-...]``:
+"""``python -m consistency.testing [--rule NAME] [--host H] [--port N] [--latency S] [--fault KIND=RATE ...]``:
 serve a forecast rule (``RULES`` of :mod:`.rules`), optionally with random faults, and the Files + Batch API.
 
 Handy to point a real client (or ``cc``) at a deterministic model by hand, or at a flaky one
