@@ -110,7 +110,7 @@ class MutationFamily:
         for weak in state.weak():
             bases = bases_of(weak.tuple)
             for name, original in bases.items():
-                if depth(original) >= state.max_depth:
+                if depth(original) >= state.max_depth or (original.metadata or {}).get("mutation") == self.mutation:
                     continue  # a variant of a variant of ...: titles stop meaning anything
                 for index in range(3 if self.mutation == "sibling" else 1):
                     variant = await state.variant(original, self.mutation, index, model=self.model)

@@ -209,9 +209,9 @@ def render_markdown(s: dict[str, Any]) -> str:
     for name, row in s["per_check"].items():
         a, u = row["found"], row["uniform"]
         lines.append(
-            _row(name, a["n"], _num(a["mean"]), _num(a["max"]), a["above_threshold"])[:-2]
-            + _row(u["n"], _num(u["mean"]), _num(u["max"]), u["above_threshold"])[1:]
-        )
+            _row(name, a["n"], _num(a["mean"]), _num(a["max"]), a["above_threshold"],
+                 u["n"], _num(u["mean"]), _num(u["max"]), u["above_threshold"])
+        )  # fmt: skip
     lines += ["", "## Families (what paid off)", ""]
     lines += _table(["family", "tuples", "forecasts", "mean violation", "above", "returned", "rejected"])
     for name, row in s["families"].items():
@@ -224,7 +224,7 @@ def render_markdown(s: dict[str, Any]) -> str:
                 row["above_threshold"],
                 row["returned"],
                 row["rejected"],
-            )  # fmt: skip
+            )
         )
     lines += ["", "## Most violated tuples", ""]
     for i, top in enumerate(s["top"], 1):
