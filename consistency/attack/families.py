@@ -130,23 +130,24 @@ class MutationFamily:
         swapped = {**bases, name: variant.question}
         if len({q.id for q in swapped.values()}) == len(swapped) and check.name in state.check_names:
             tup = template_tuple(check, swapped)
-            yield Candidate(
-                check, tup, self.name, {**lineage, "role": "substitute"}, verify=written and variant.relation == "other"
-            )
-        pair = {"same": ("PARAPHRASE", "para_P"), "negation": ("NEGATION", "not_P")}.get(variant.relation)
-        if pair and pair[0] in state.check_names:
-            relation_check = get_check(pair[0])
-            original = bases[name]
-            v = variant.question
-            tup = assemble_tuple(
-                relation_check,
-                relation_check,
-                {"P": original},
-                {pair[1]: (v.title, v.body)},
-                instantiator=f"attack:{self.mutation}",
-            )
-            tup[pair[1]]["metadata"] = dict(v.metadata or {})
-            yield Candidate(relation_check, tup, self.name, {**lineage, "role": "pair"}, verify=written)
+            role = {**lineage, "role": "substitute"}
+            yield Candidate(check, tup, self.name, role, verify=written and variant.relation == "other")
+        pair = relation_tuple(bases[name], variant)
+        if pair is not None and pair[0].name in state.check_names:
+            yield Candidate(pair[0], pair[1], self.name, {**lineage, "role": "pair"})
+
+
+def relation_tuple(original: ForecastingQuestion, variant: Variant) -> tuple[Check, dict[str, Any]] | None:
+    """The variant paired with its original: PARAPHRASE for a same-meaning variant, NEGATION for a negation."""
+    pair = {"same": ("PARAPHRASE", "para_P"), "negation": ("NEGATION", "not_P")}.get(variant.relation)
+    if pair is None:
+        return None
+    check, v = get_check(pair[0]), variant.question
+    tup = assemble_tuple(
+        check, check, {"P": original}, {pair[1]: (v.title, v.body)}, instantiator=f"attack:{variant.mutation}"
+    )
+    tup[pair[1]]["metadata"] = dict(v.metadata or {})
+    return check, tup
 
 
 def default_families(checks: Sequence[Check], model_mutations: bool) -> list[Family]:

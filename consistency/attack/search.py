@@ -30,7 +30,7 @@ from ..generate.verify import TupleVerifier
 from ..llm import LLM
 from ..metrics.forecast_files import ScoreParams, score_forecasts
 from ..models import ForecastingQuestion
-from .families import Candidate, Family
+from .families import Candidate, Family, relation_tuple
 from .mutations import Variant, model_variant, template_variant
 from .store import Journal, question_key, tuple_key
 
@@ -148,6 +148,7 @@ class Search:
         self.arms = [Arm(f) for f in families]
         self.evaluated: list[Evaluated] = []
         self.seen: set[str] = set()
+        self.rejected: set[str] = set()  # tuples the verifier turned down (logged once)
         self.spent: dict[str, set[str]] = {"search": set(), "baseline": set()}
         self.asked = 0  # forecasts actually requested in this process
         self.rounds = 0
@@ -219,6 +220,8 @@ class Search:
             if not self._fits("search", keys, pending):
                 continue
             self.seen.add(key)
+            if key in self.journal.verdicts:  # a model-written pair verified when its variant was made
+                candidate.tuple["metadata"]["verification"] = self.journal.verdicts[key]
             if candidate.verify and not await self._verified(candidate, key):
                 continue
             return candidate, keys
@@ -232,7 +235,8 @@ class Search:
             verdict = result.model_dump()
             self.journal.verdict(key, verdict)
         candidate.tuple["metadata"]["verification"] = verdict
-        if not verdict["passed"]:
+        if not verdict["passed"] and key not in self.rejected:
+            self.rejected.add(key)
             reason = f"verification: score {verdict['score']} ({verdict['reasons'][:200]})"
             self.evaluated.append(
                 Evaluated(
@@ -279,7 +283,7 @@ class Search:
     async def _ask(self, questions: list[ForecastingQuestion]) -> None:
         def journal(outcome) -> None:
             prob = outcome.forecast.prob if outcome.forecast is not None else None
-            self.journal.answer(question_key(outcome.question), prob, outcome.error)
+            self.journal.answer(question_key(outcome.question), prob, outcome.error, outcome.question.title)
 
         self.asked += len(questions)
         await self.forecaster.forecast_many(
@@ -331,7 +335,16 @@ class Search:
         if stored is None:
             return None
         question = ForecastingQuestion.model_validate(stored["question"])
-        return Variant(question, mutation, stored["relation"], stored["source"], original.id)
+        variant = Variant(question, mutation, stored["relation"], stored["source"], original.id)
+        pair = relation_tuple(original, variant)
+        if pair is None:
+            return variant  # a different question: each tuple that uses it is verified instead
+        # A variant that should mean the same (or the opposite) is verified once, paired with its original,
+        # before any tuple uses it: a drifted variant would make false alarms wherever it goes.
+        candidate = Candidate(
+            pair[0], pair[1], f"llm:{mutation}", {"weak_question": {"id": original.id}, "role": "pair"}
+        )
+        return variant if await self._verified(candidate, tuple_key(pair[0], candidate.questions())) else None
 
     async def _embed(self) -> None:
         if self.pool:

@@ -67,8 +67,8 @@ class Journal:
             self._append({"kind": "charge", "sampler": sampler, "keys": new})
             self.charged[sampler].update(new)
 
-    def answer(self, key: str, prob: float | None, error: str | None) -> None:
-        self._append({"kind": "forecast", "key": key, "prob": prob, "error": error})
+    def answer(self, key: str, prob: float | None, error: str | None, title: str = "") -> None:
+        self._append({"kind": "forecast", "key": key, "prob": prob, "error": error, "title": title})
         self.answers[key] = {"prob": prob, "error": error}
 
     def variant(self, key: str, value: dict[str, Any] | None, reason: str | None = None) -> None:
