@@ -234,3 +234,15 @@ def test_bad_settings_stop_with_one_sentence(tmp_path):
     assert again.exit_code == 2 and "--resume" in again.output
     other = runner.invoke(app, ["attack", "-f", "uniform", "-b", "5", "-o", "y", "--resume", "--no-baseline"])
     assert other.exit_code == 2 and "differs" in other.output
+
+
+def test_cc_report_shows_the_search_next_to_uniform_sampling(tmp_path):
+    with ScriptedServer(RULES["planted"]()) as srv:
+        attack(srv.model_spec(), budget=40, out=tmp_path / "att", llm=FAST)
+    res = runner.invoke(app, ["report", "att", "-o", "r.html"])
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "r.html").read_text()
+    section = page[page.index('<section id="attack"') :]
+    assert "Adversarial search" in section and "returned vs uniform sampling" in section
+    assert "Families: what paid off" in section and "mutate:" in section
+    assert '<a href="#attack">' in page and "cc attack (the most violated tuples found)" in page

@@ -2,7 +2,7 @@
 
 Rounds of ``width`` tuples. Each slot goes to a candidate family chosen by UCB1 (the mean reward of
 its tuples so far plus an exploration bonus; a tuple's reward is its violation, saturating at ten
-times the threshold); the family proposes around the ``beam`` most violated tuples found so far, and
+times the threshold); the family proposes around the violations found so far (at least the ``beam`` worst tuples), and
 its first tuple not yet evaluated that fits in the budget is taken. The round's new questions are
 forecast together, each tuple is scored, and the rewards update the families.
 
@@ -97,13 +97,15 @@ class SearchState:
         self._weak: list[Evaluated] = []
 
     def weak(self) -> list[Evaluated]:
-        """The ``beam`` most violated tuples the search has scored, worst first."""
+        """Every violation found so far (at least the ``beam`` most violated tuples), worst first."""
         return self._weak
 
     def refresh(self) -> None:
         scored = [e for e in self._s.evaluated if e.sampler == "search" and e.violation is not None]
         order = sorted(range(len(scored)), key=lambda i: (-(scored[i].violation or 0.0), i))
-        self._weak = [scored[i] for i in order[: self._s.options.beam]]
+        threshold = self._s.options.params.arbitrage_threshold
+        above = sum((scored[i].violation or 0.0) > threshold for i in order)
+        self._weak = [scored[i] for i in order[: max(self._s.options.beam, above)]]
 
     def companions(self, questions: Sequence[ForecastingQuestion], k: int) -> list[ForecastingQuestion]:
         """``k`` pool questions most related to ``questions`` (same category first, then by similarity)."""
