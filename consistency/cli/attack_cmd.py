@@ -114,6 +114,6 @@ def attack_cmd(
     if as_json:
         out.print_json(json.dumps(result.summary))
     else:
-        out.print(render_markdown(result.summary), markup=False, highlight=False, end="")
+        out.print(render_markdown(result.summary), markup=False, highlight=False, soft_wrap=True, end="")
     where = escape(str(result.out))
     err.print(f"attack directory: [bold]{where}[/bold] (tuples/ for cc evaluate -t, forecasts/ for cc score)")
