@@ -77,7 +77,8 @@ def depth(question: ForecastingQuestion) -> int:
 
 
 def _derived(original: ForecastingQuestion, mutation: str, title: str, body: str) -> ForecastingQuestion:
-    meta = {"variant_of": original.id, "mutation": mutation, "mutation_depth": depth(original) + 1}
+    root = (original.metadata or {}).get("root") or original.id  # the pool question it all came from
+    meta = {"variant_of": original.id, "root": root, "mutation": mutation, "mutation_depth": depth(original) + 1}
     if (original.metadata or {}).get("category") is not None:
         meta["category"] = original.metadata["category"]  # type: ignore[index]
     return ForecastingQuestion(

@@ -38,25 +38,27 @@ def _stats(values: list[float], threshold: float) -> dict[str, Any]:
 def returned(search: Search, per_root: int = 2) -> list[Evaluated]:
     """The search's ``keep`` most violated scored tuples, worst first (ties: first found).
 
-    Variety first: at most ``per_root`` tuples over the same base questions (a variant counts as the
-    question it came from) until every root has had its turn, then the next most violated."""
+    Variety first: among the violations, at most ``per_root`` tuples over the same base questions (a
+    variant counts as the pool question it was made from), then the next most violated."""
     scored = [e for e in search.evaluated if e.sampler == "search" and e.violation is not None]
     order = sorted(range(len(scored)), key=lambda i: (-(scored[i].violation or 0.0), i))
+    threshold = search.options.params.arbitrage_threshold
     chosen: list[int] = []
     count: dict[frozenset[str], int] = defaultdict(int)
     for i in order:
         root = _root(scored[i])
-        if count[root] < per_root:
+        if (scored[i].violation or 0.0) > threshold and count[root] < per_root:
             count[root] += 1
             chosen.append(i)
-    chosen += [i for i in order if i not in set(chosen)]
+    picked = set(chosen)
+    chosen += [i for i in order if i not in picked]
     chosen = sorted(chosen[: search.options.keep], key=lambda i: (-(scored[i].violation or 0.0), i))
     return [scored[i] for i in chosen]
 
 
 def _root(e: Evaluated) -> frozenset[str]:
     bases = (e.tuple.get("metadata") or {}).get("base_sentences") or {}
-    return frozenset((q.get("metadata") or {}).get("variant_of") or q.get("id") for q in bases.values())
+    return frozenset((q.get("metadata") or {}).get("root") or q.get("id") for q in bases.values())
 
 
 def summarize(search: Search, target: RunStats, generator: RunStats | None, with_baseline: bool) -> dict[str, Any]:
