@@ -394,7 +394,7 @@ def _attack_dir(path: Path, name: str | None, top: int) -> Run:
         raise ReportInputError(
             f"{path}: the attack has not finished (no summary yet): resume it with cc attack --resume"
         )
-    run = _forecasts(path / "forecasts", name or f"attack_{path.name}", top)
+    run = _forecasts(path / "forecasts", name or path.name, top)
     run.path, run.source, run.attack = path, "cc attack (the most violated tuples found)", meta["summary"]
     run.info["forecaster"] = str((meta.get("forecaster") or {}).get("name") or run.info.get("forecaster"))
     return run
