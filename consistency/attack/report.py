@@ -218,11 +218,17 @@ def render_markdown(s: dict[str, Any]) -> str:
             f"({s['threshold']:g}).**"
         )
     ratio = s["attack_over_random"]
-    lines.append(
-        f"Mean violation of the returned tuples {_num(s['attack_mean_violation'])}; of the top {s['keep']} uniformly "
-        f"sampled at the same budget {_num(s['random_mean_violation'])} (all sampled: "
-        f"{_num(s['random_all_mean_violation'])}); ratio {'—' if ratio is None else f'{ratio:.1f}x'}."
-    )
+    if f["baseline"] is None:
+        lines.append(
+            f"Mean violation of the returned tuples {_num(s['attack_mean_violation'])} (no uniform baseline: "
+            "--no-baseline)."
+        )
+    else:
+        lines.append(
+            f"Mean violation of the returned tuples {_num(s['attack_mean_violation'])}; of the top {s['keep']} "
+            f"uniformly sampled at the same budget {_num(s['random_mean_violation'])} (all sampled: "
+            f"{_num(s['random_all_mean_violation'])}); ratio {'—' if ratio is None else f'{ratio:.1f}x'}."
+        )
     lines += ["", "## Per check (arbitrage violation)", ""]
     lines += _table(["check", "returned", "mean", "max", "above", "uniform", "mean", "max", "above"])
     for name, row in s["per_check"].items():
