@@ -246,3 +246,24 @@ def test_cc_report_shows_the_search_next_to_uniform_sampling(tmp_path):
     assert "Adversarial search" in section and "returned vs uniform sampling" in section
     assert "Families: what paid off" in section and "mutate:" in section
     assert '<a href="#attack">' in page and "cc attack (the most violated tuples found)" in page
+
+
+def test_the_coherent_rule_is_coherent_on_every_bundled_check_and_the_planted_one_only_slips_on_long_negations():
+    from consistency.checks import all_checks
+    from consistency.metrics.forecast_files import score_forecasts
+    from consistency.models import ForecastingQuestion
+    from consistency.prompts import question_block
+    from consistency.testing.rules import coherent_probability, planted_probability
+
+    seeds = load_seeds(None, all_checks())
+    for check in all_checks():
+        asked = [
+            [question_block(ForecastingQuestion.model_validate(t[f])) for f in check.field_names]
+            for t in seeds[check.name]
+        ]
+        coherent = score_forecasts(check, [[coherent_probability(x) for x in row] for row in asked]).values("default")
+        planted = score_forecasts(check, [[planted_probability(x) for x in row] for row in asked]).values("default")
+        assert coherent.max() < 1e-9, check.name
+        slips = [any(in_planted_region(t[f]["title"]) for f in check.field_names) for t in seeds[check.name]]
+        assert [bool(v > THRESHOLD) for v in planted] == [s and v > THRESHOLD for s, v in zip(slips, planted, strict=True)]
+        assert (planted > THRESHOLD).any() == (check.name == "NEGATION"), check.name
