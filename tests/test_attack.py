@@ -265,5 +265,7 @@ def test_the_coherent_rule_is_coherent_on_every_bundled_check_and_the_planted_on
         planted = score_forecasts(check, [[planted_probability(x) for x in row] for row in asked]).values("default")
         assert coherent.max() < 1e-9, check.name
         slips = [any(in_planted_region(t[f]["title"]) for f in check.field_names) for t in seeds[check.name]]
-        assert [bool(v > THRESHOLD) for v in planted] == [s and v > THRESHOLD for s, v in zip(slips, planted, strict=True)]
+        assert [bool(v > THRESHOLD) for v in planted] == [
+            s and v > THRESHOLD for s, v in zip(slips, planted, strict=True)
+        ]
         assert (planted > THRESHOLD).any() == (check.name == "NEGATION"), check.name
