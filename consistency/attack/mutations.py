@@ -1,7 +1,8 @@
 """Variants of a weak question: deterministic templates, or written by a generator model.
 
 A :class:`Variant` is a new question and how it relates to the question it came from: ``same``
-(it resolves exactly as the original: paraphrase, irrelevant detail, double negation), ``negation``
+(it resolves exactly as the original: paraphrase, irrelevant detail, double negation, a conditional
+framing on a condition that always holds), ``negation``
 (it resolves exactly opposite) or ``other`` (a different question of the same kind: another entity,
 an earlier deadline, a sibling from the pool). Template variants are exact by construction, like the
 template instantiator's fields; a model's variants are verified before any tuple uses them.
@@ -32,6 +33,7 @@ TEMPLATE_MUTATIONS: dict[str, Relation] = {
     "detail": "same",
     "restate": "same",
     "double_negation": "same",
+    "conditional": "same",
     "sibling": "other",
 }
 #: Mutations a generator model writes: name -> relation (prompt ``attack_<name>.txt``).
@@ -118,6 +120,12 @@ def template_variant(
             return None
         title = f"Will \u201cWill {quoted} resolve NO?\u201d resolve NO?"
         return Variant(_derived(original, mutation, title, criteria), mutation, "same", "template", original.id)
+    if mutation == "conditional":  # a conditional framing whose condition always holds: the same question
+        if index > 0:
+            return None
+        title = f"Given that {quoted} resolves YES or {quoted} resolves NO, will {quoted} resolve YES?"
+        lead = "The condition holds as soon as the question below resolves, so this resolves exactly as it does.\n\n"
+        return Variant(_derived(original, mutation, title, lead + criteria), mutation, "same", "template", original.id)
     if mutation == "sibling":
         siblings = _siblings(original, pool)
         if index >= len(siblings):
