@@ -269,3 +269,20 @@ def test_the_coherent_rule_is_coherent_on_every_bundled_check_and_the_planted_on
             s and v > THRESHOLD for s, v in zip(slips, planted, strict=True)
         ]
         assert (planted > THRESHOLD).any() == (check.name == "NEGATION"), check.name
+
+
+def test_seeds_from_questions_or_from_an_earlier_attack(tmp_path):
+    from consistency.datasets import benchmark_dir
+
+    pool = (benchmark_dir() / "questions.jsonl").read_text().splitlines()[:8]
+    (tmp_path / "q.jsonl").write_text("\n".join(pool) + "\n")
+    first = attack("constant", budget=30, out=tmp_path / "q", questions=tmp_path / "q.jsonl", checks=["cond", "neg"])
+    assert first.summary["found_above_threshold"] >= 1
+    assert {e.check.name for e in first.found if e.violation > THRESHOLD} == {"COND"}
+    # the found benchmark seeds a second attack (its tuples keep their base questions)
+    again = attack("constant", budget=20, out=tmp_path / "t", tuples=tmp_path / "q" / "tuples", checks=["cond"])
+    assert again.summary["found_above_threshold"] >= 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"title": "ok?"}\n{"title": 3}\n')
+    res = runner.invoke(app, ["attack", "-f", "constant", "-q", str(bad), "-o", "z"])
+    assert res.exit_code == 2 and "bad.jsonl:2: title" in res.output
