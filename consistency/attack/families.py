@@ -55,10 +55,18 @@ def bases_of(tup: Mapping[str, Any]) -> dict[str, ForecastingQuestion]:
     }
 
 
+_MADE: dict[tuple, dict[str, Any]] = {}
+
+
 def template_tuple(check: Check, bases: Mapping[str, ForecastingQuestion], **metadata: Any) -> dict[str, Any]:
-    tup = _TEMPLATE.instantiate_sync(check, bases)
-    tup["metadata"].update(metadata)
-    return tup
+    """The template instantiator's tuple (remembered: families propose the same tuples round after round)."""
+    key = (check.name, *((name, q.id, q.title, q.body) for name, q in sorted(bases.items())))
+    made = _MADE.get(key)
+    if made is None:
+        if len(_MADE) > 100_000:
+            _MADE.clear()
+        made = _MADE[key] = _TEMPLATE.instantiate_sync(check, bases)
+    return {**made, "metadata": {**made["metadata"], **metadata}}
 
 
 class CheckFamily:

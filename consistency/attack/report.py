@@ -35,11 +35,11 @@ def _stats(values: list[float], threshold: float) -> dict[str, Any]:
     }
 
 
-def returned(search: Search, per_root: int = 2) -> list[Evaluated]:
+def returned(search: Search, per_root: int = 1) -> list[Evaluated]:
     """The search's ``keep`` most violated scored tuples, worst first (ties: first found).
 
-    Variety first: among the violations, at most ``per_root`` tuples over the same base questions (a
-    variant counts as the pool question it was made from), then the next most violated."""
+    Every weakness found is represented: the most violated tuple over each set of base questions (a
+    variant counts as the pool question it was made from) comes first, then the next most violated."""
     scored = [e for e in search.evaluated if e.sampler == "search" and e.violation is not None]
     order = sorted(range(len(scored)), key=lambda i: (-(scored[i].violation or 0.0), i))
     threshold = search.options.params.arbitrage_threshold
