@@ -226,6 +226,8 @@ def test_seeds_keep_their_base_questions_and_the_rules_are_selectable():
 def test_bad_settings_stop_with_one_sentence(tmp_path):
     res = runner.invoke(app, ["attack", "-f", "constant", "-b", "0", "-o", "x"])
     assert res.exit_code == 2 and "--budget must be at least 1" in res.output
+    res = runner.invoke(app, ["attack", "-f", "constant", "-b", "5", "--batch", "-o", "x"])
+    assert res.exit_code == 2 and "--batch does not fit" in res.output
     res = runner.invoke(app, ["attack", "-f", "constant", "-b", "5", "-c", "nosuch", "-o", "x"])
     assert res.exit_code == 2 and "unknown check" in res.output
     first = runner.invoke(app, ["attack", "-f", "constant", "-b", "5", "-o", "y", "--no-baseline"])

@@ -139,6 +139,10 @@ def attack(
     """
     if budget < 1:
         raise AttackError(f"--budget must be at least 1, got {budget}")
+    if llm is not None and llm.batch:
+        raise AttackError(
+            "--batch does not fit an adaptive search (each round waits for the last one's answers); run without it"
+        )
     options = options or SearchOptions()
     options.budget = budget
     chosen, pool, seeds = _setup(checks, questions, tuples)
