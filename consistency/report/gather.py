@@ -101,6 +101,7 @@ class Run:
     n_failures: int = 0
     unscorable: list[str] = field(default_factory=list)  # first LIST_LIMIT unscorable lines
     n_unscorable: int = 0
+    attack: dict[str, Any] | None = None  # a ``cc attack`` directory's summary (its attack.json)
 
     def aggregate(self, metric: str, key: str = "avg_violation") -> float | None:
         """Mean over checks of each check's mean violation (or ``fraction_violated``), as ``cc score``'s aggregate."""
@@ -126,7 +127,7 @@ def gather(paths: list[str], top: int = 5) -> list[Run]:
 
 
 def _recognised(path: Path) -> bool:
-    known = ("run.json", "summary.json", "ground_truth_results.jsonl")
+    known = ("run.json", "summary.json", "ground_truth_results.jsonl", "attack.json")
     return any((path / f).is_file() for f in known) or any(is_checker_file(p) for p in path.glob("*.jsonl"))
 
 
@@ -141,6 +142,8 @@ def read_run(path: Path, name: str | None = None, top: int = 5) -> Run:
     """Read one PATH, whatever it holds; raises :class:`ReportInputError` naming it when it holds nothing usable."""
     if not path.exists():
         raise ReportInputError(f"{path}: no such file or directory")
+    if (path / "attack.json").is_file():
+        return _attack_dir(path, name, top)
     if path.is_file():
         if path.name == "ground_truth_results.jsonl":
             return _ground_truth_dir(path.parent, name, path)
@@ -381,6 +384,19 @@ def _forecasts(path: Path, name: str | None, top: int) -> Run:
     errors = report.errors
     run.n_unscorable = len(errors)
     run.unscorable = [str(e) for e in errors[:LIST_LIMIT]]
+    return run
+
+
+def _attack_dir(path: Path, name: str | None, top: int) -> Run:
+    """A ``cc attack`` directory: its returned tuples (``forecasts/``) as a run, with the search's summary."""
+    meta = _json(path / "attack.json")
+    if "summary" not in meta or not (path / "forecasts").is_dir():
+        raise ReportInputError(
+            f"{path}: the attack has not finished (no summary yet): resume it with cc attack --resume"
+        )
+    run = _forecasts(path / "forecasts", name or path.name, top)
+    run.path, run.source, run.attack = path, "cc attack (the most violated tuples found)", meta["summary"]
+    run.info["forecaster"] = str((meta.get("forecaster") or {}).get("name") or run.info.get("forecaster"))
     return run
 
 

@@ -16,6 +16,8 @@ import numpy as np
 
 from .. import __version__
 from . import figures
+from .attack_section import SECTION as ATTACK_SECTION
+from .attack_section import attack_section
 from .compare import Comparison, by_depth
 from .gather import METRICS, CheckResult, Run, WorstTuple
 
@@ -25,6 +27,7 @@ SECTIONS = (
     ("accuracy", "Accuracy"),
     ("comparison", "Comparison"),
     ("arbitrage", "By depth"),
+    ATTACK_SECTION,
 )
 
 
@@ -97,6 +100,10 @@ class Page:
         if groups:
             parts.append(self.depths(groups))
             shown.add("arbitrage")
+        attacks = [(r.name, r.attack) for r in self.runs if r.attack]
+        if attacks:
+            parts.append(attack_section(attacks, len(parts) + 1))
+            shown.add(ATTACK_SECTION[0])
         sections = [(sid, label) for sid, label in SECTIONS if sid in shown]
         nav = " ".join(f'<a href="#{sid}">{esc(label)}</a>' for sid, label in sections)
         template = Template(resources.files(__package__).joinpath("template.html").read_text(encoding="utf-8"))

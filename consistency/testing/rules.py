@@ -13,10 +13,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .replies import Fault, Outcome, Reply, Rule, ScriptedRequest, _call
+from .worlds import negated_inner, parse_title, probability
 
 __all__ = [
+    "PLANTED_LENGTH",
+    "RULES",
+    "coherent_probability",
+    "coherent_rule",
+    "constant_rule",
+    "forecast_rule",
     "hypocritical_probability",
     "hypocritical_rule",
+    "in_planted_region",
+    "planted_probability",
+    "planted_rule",
     "probability_for",
     "probability_rule",
     "schema_rule",
@@ -277,6 +287,12 @@ def _coherent_probability(title: str) -> float:
     return probability_for(title)
 
 
+def _asked_title(text: str) -> str:
+    """The question of a forecast prompt: its ``Question: ...`` line (the whole text without one)."""
+    found = _QUESTION_LINE.search(text)
+    return (found.group(1) if found else text).strip()
+
+
 def hypocritical_probability(text: str) -> float:
     """A forecast that is plausible alone but incoherent with its negation and paraphrase.
 
@@ -285,25 +301,68 @@ def hypocritical_probability(text: str) -> float:
     is shifted up by 0-2 in log-odds, by an amount that is a pure function of the wording:
     P and not P both lean YES, and two wordings of P disagree. Rounded to 4 decimals, in [0.01, 0.99].
     """
-    found = _QUESTION_LINE.search(text)
-    title = (found.group(1) if found else text).strip()
+    title = _asked_title(text)
     p = min(max(_coherent_probability(title), 1e-3), 1 - 1e-3)
     z = math.log(p / (1 - p)) + 2.0 * _unit("hypocrisy", title)
     return round(min(max(1.0 / (1.0 + math.exp(-z)), 0.01), 0.99), 4)
 
 
+def forecast_rule(prob: Callable[[str], float]) -> Rule:
+    """:func:`probability_rule` whose forecasts are ``prob(last user text)``, structured or free text."""
+
+    def sentence(text: str) -> str:
+        return f"Weighing both sides of the question. Probability: {prob(text):.4f}"
+
+    return schema_rule(
+        {"prob": lambda request: prob(request.last_user_text)}, text=sentence, unit_numbers_are_probabilities=True
+    )
+
+
 def hypocritical_rule() -> Rule:
     """:func:`probability_rule` answering every forecast with :func:`hypocritical_probability`
     (ArbitrageForecaster tests: consistency that arbitrage can repair, deterministic per text)."""
+    return forecast_rule(hypocritical_probability)
 
-    def sentence(text: str) -> str:
-        return f"Weighing both sides of the question. Probability: {hypocritical_probability(text):.4f}"
 
-    return schema_rule(
-        {"prob": lambda request: hypocritical_probability(request.last_user_text)},
-        text=sentence,
-        unit_numbers_are_probabilities=True,
-    )
+def coherent_probability(text: str) -> float:
+    """A perfectly coherent forecaster on template-made tuples: the base titles are independent events
+    (probability :func:`probability_for` each) and a field is the probability of the formula its title
+    states (:func:`consistency.testing.worlds.parse_title`), so every check holds exactly."""
+    return round(probability(parse_title(_asked_title(text)), probability_for), 6)
+
+
+#: Negations of titles longer than this many characters are where :func:`planted_rule` slips.
+PLANTED_LENGTH = 130
+
+
+def in_planted_region(title: str, min_length: int = PLANTED_LENGTH) -> bool:
+    """Whether :func:`planted_rule` answers this question wrongly: a plain negation of a long title."""
+    inner = negated_inner(title)
+    return inner is not None and len(inner) > min_length
+
+
+def planted_probability(text: str, min_length: int = PLANTED_LENGTH) -> float:
+    """:func:`coherent_probability`, except that a negation (“Will “X” resolve NO?”) of a title longer
+    than ``min_length`` characters is answered as X itself: the negation is overlooked there."""
+    title = _asked_title(text)
+    if in_planted_region(title, min_length):
+        return coherent_probability(f"Question: {negated_inner(title)}")
+    return coherent_probability(text)
+
+
+def coherent_rule() -> Rule:
+    """Forecasts of :func:`coherent_probability`: nothing for an adversary to find."""
+    return forecast_rule(coherent_probability)
+
+
+def planted_rule(min_length: int = PLANTED_LENGTH) -> Rule:
+    """Forecasts of :func:`planted_probability`: coherent except on negations of long titles."""
+    return forecast_rule(lambda text: planted_probability(text, min_length))
+
+
+def constant_rule(p: float = 0.5) -> Rule:
+    """Every forecast is ``p``: passes NEGATION, PARAPHRASE and EXPEVIDENCE at 0.5, fails BUT, COND, CONDCOND."""
+    return forecast_rule(lambda text: p)
 
 
 # The one combinator whose default is a built-in rule, so it lives here, not in ``replies``.
@@ -329,3 +388,12 @@ def _embedding(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
     values = [(b - 127.5) / 127.5 for b in raw]
     norm = math.sqrt(sum(v * v for v in values))
     return [v / norm for v in values]
+
+
+#: Rules ``python -m consistency.testing --rule NAME`` serves ("default": :func:`probability_rule`).
+RULES: dict[str, Callable[..., Rule]] = {
+    "default": probability_rule,
+    "coherent": coherent_rule,
+    "constant": constant_rule,
+    "planted": planted_rule,
+}

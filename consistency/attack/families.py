@@ -1,0 +1,167 @@
+"""Candidate families: where the search looks next, around the most violated tuples found so far.
+
+A family is anything with a ``name`` and a ``propose(state)`` method yielding :class:`Candidate`
+tuples (a plain or an async generator), best first; the search takes the first one it has not
+evaluated yet. Built in: one family per check (that check over the weak tuples' base questions,
+then its seed tuples) and one per mutation (a variant of a weak question put in its place, and the
+variant paired with its original). Write your own to plug in another proposal strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..checks import Check, get_check
+from ..generate import TemplateInstantiator
+from ..generate.tuples import assemble_tuple
+from ..models import ForecastingQuestion
+from .mutations import MODEL_MUTATIONS, TEMPLATE_MUTATIONS, Variant, depth
+
+if TYPE_CHECKING:
+    from .search import SearchState
+
+_TEMPLATE = TemplateInstantiator()
+
+
+@dataclass
+class Candidate:
+    """A tuple to evaluate: its check, the tuple (fields + ``metadata``), where it came from.
+
+    ``verify`` asks for the model verifier before any forecast is spent (tuples with model-written text).
+    """
+
+    check: Check
+    tuple: dict[str, Any]
+    family: str
+    lineage: dict[str, Any] = field(default_factory=dict)
+    verify: bool = False
+
+    def questions(self) -> list[ForecastingQuestion]:
+        return [ForecastingQuestion.model_validate(self.tuple[f]) for f in self.check.field_names]
+
+
+class Family(Protocol):
+    name: str
+
+    def propose(self, state: SearchState) -> Iterable[Candidate] | AsyncIterator[Candidate]: ...
+
+
+def bases_of(tup: Mapping[str, Any]) -> dict[str, ForecastingQuestion]:
+    return {
+        k: ForecastingQuestion.model_validate(v)
+        for k, v in (tup.get("metadata") or {}).get("base_sentences", {}).items()
+    }
+
+
+_MADE: dict[tuple, dict[str, Any]] = {}
+
+
+def template_tuple(check: Check, bases: Mapping[str, ForecastingQuestion], **metadata: Any) -> dict[str, Any]:
+    """The template instantiator's tuple (remembered: families propose the same tuples round after round)."""
+    key = (check.name, *((name, q.id, q.title, q.body) for name, q in sorted(bases.items())))
+    made = _MADE.get(key)
+    if made is None:
+        if len(_MADE) > 100_000:
+            _MADE.clear()
+        made = _MADE[key] = _TEMPLATE.instantiate_sync(check, bases)
+    return {**made, "metadata": {**made["metadata"], **metadata}}
+
+
+class CheckFamily:
+    """Tuples of one check: over the base questions of the weakest tuples found (with related
+    questions of the pool where the check needs more), then the check's seed tuples in a random order."""
+
+    def __init__(self, check: str | Check) -> None:
+        self.check = get_check(check)
+        self.name = f"check:{self.check.name}"
+
+    def propose(self, state: SearchState) -> Iterable[Candidate]:
+        names = _TEMPLATE.bases_for(self.check)
+        for weak in state.weak():
+            own = list({q.id: q for q in bases_of(weak.tuple).values()}.values())
+            for order in _orders(own, len(names)):
+                chosen = order + state.companions(order, len(names) - len(order))
+                if len(chosen) < len(names):
+                    continue
+                bases = dict(zip(names, chosen, strict=False))
+                relevance = {"similarity": state.similarity(list(bases.values()))}
+                tup = template_tuple(self.check, bases, relevance=relevance)
+                lineage = {"parent": weak.key, "weak_questions": [q.id for q in own], "mutation": "other check"}
+                yield Candidate(self.check, tup, self.name, lineage)
+        for i, tup in enumerate(state.seeds.get(self.check.name, ())):
+            yield Candidate(self.check, tup, self.name, {"seed": i})
+
+
+def _orders(questions: Sequence[ForecastingQuestion], k: int) -> list[list[ForecastingQuestion]]:
+    """The weak tuple's questions as the first bases: as they are, then rotated (P becomes Q ...)."""
+    head = list(questions[:k])
+    return [head[i:] + head[:i] for i in range(len(head))] or [[]]
+
+
+class MutationFamily:
+    """Variants of the weak tuples' questions (one mutation): each put in its original's place in the
+    weak tuple, and paired with its original (PARAPHRASE for same-meaning variants, NEGATION for
+    negations). ``model`` None: the deterministic template mutation; else the generator model's."""
+
+    def __init__(self, mutation: str, model: bool = False) -> None:
+        known = MODEL_MUTATIONS if model else TEMPLATE_MUTATIONS
+        if mutation not in known:
+            kind = "model" if model else "template"
+            raise KeyError(f"unknown {kind} mutation {mutation!r}; known: {', '.join(known)}")
+        self.mutation, self.model = mutation, model
+        self.relation = known[mutation]
+        self.name = f"{'llm' if model else 'mutate'}:{mutation}"
+
+    async def propose(self, state: SearchState) -> AsyncIterator[Candidate]:
+        for weak in state.weak():
+            bases = bases_of(weak.tuple)
+            for name, original in bases.items():
+                if depth(original) >= state.max_depth or (original.metadata or {}).get("mutation") == self.mutation:
+                    continue  # a variant of a variant of ...: titles stop meaning anything
+                for index in range(3 if self.mutation == "sibling" else 1):
+                    variant = await state.variant(original, self.mutation, index, model=self.model)
+                    if variant is None:
+                        break
+                    lineage = {
+                        "parent": weak.key,
+                        "weak_question": {"id": original.id, "title": original.title},
+                        "mutation": self.mutation,
+                        "variant": {"id": variant.question.id, "source": variant.source},
+                    }
+                    for candidate in self._around(weak.check, bases, name, variant, lineage, state):
+                        yield candidate
+
+    def _around(self, check, bases, name, variant: Variant, lineage, state: SearchState) -> Iterable[Candidate]:
+        written = variant.source != "template"
+        swapped = {**bases, name: variant.question}
+        if len({q.id for q in swapped.values()}) == len(swapped) and check.name in state.check_names:
+            tup = template_tuple(check, swapped)
+            role = {**lineage, "role": "substitute"}
+            yield Candidate(check, tup, self.name, role, verify=written and variant.relation == "other")
+        pair = relation_tuple(bases[name], variant)
+        if pair is not None and pair[0].name in state.check_names:
+            yield Candidate(pair[0], pair[1], self.name, {**lineage, "role": "pair"})
+
+
+def relation_tuple(original: ForecastingQuestion, variant: Variant) -> tuple[Check, dict[str, Any]] | None:
+    """The variant paired with its original: PARAPHRASE for a same-meaning variant, NEGATION for a negation."""
+    pair = {"same": ("PARAPHRASE", "para_P"), "negation": ("NEGATION", "not_P")}.get(variant.relation)
+    if pair is None:
+        return None
+    check, v = get_check(pair[0]), variant.question
+    tup = assemble_tuple(
+        check, check, {"P": original}, {pair[1]: (v.title, v.body)}, instantiator=f"attack:{variant.mutation}"
+    )
+    tup[pair[1]]["metadata"] = dict(v.metadata or {})
+    return check, tup
+
+
+def default_families(checks: Sequence[Check], model_mutations: bool) -> list[Family]:
+    """Every check, the template mutations, and (with a generator model) the model's mutations."""
+    families: list[Family] = [CheckFamily(c) for c in checks]
+    families += [MutationFamily(m) for m in TEMPLATE_MUTATIONS]
+    if model_mutations:
+        families += [MutationFamily(m, model=True) for m in MODEL_MUTATIONS]
+    return families

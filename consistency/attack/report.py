@@ -1,0 +1,262 @@
+"""What an attack found, against uniform sampling at the same budget, and which families paid off.
+
+``summarize`` makes the numbers (kept in ``attack.json``, read by ``cc report``); ``write_outputs``
+writes the returned tuples and the search log; ``render_markdown`` is the text of ``report.md``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..checks import get_check
+from ..jsonl import atomic_write, dump_line
+from ..metrics.forecast_files import score_forecasts
+
+if TYPE_CHECKING:
+    from ..llm.accounting import RunStats
+    from .search import Evaluated, Search
+
+TOP_SHOWN = 5
+
+
+def _stats(values: list[float], threshold: float) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "mean": None, "max": None, "above_threshold": 0}
+    arr = np.asarray(values)
+    return {
+        "n": len(values),
+        "mean": float(arr.mean()),
+        "max": float(arr.max()),
+        "above_threshold": int((arr > threshold).sum()),
+    }
+
+
+def returned(search: Search, per_root: int = 1) -> list[Evaluated]:
+    """The search's ``keep`` most violated scored tuples, worst first (ties: first found).
+
+    Every weakness found is represented: the most violated tuple over each set of base questions (a
+    variant counts as the pool question it was made from) comes first, then the next most violated."""
+    scored = [e for e in search.evaluated if e.sampler == "search" and e.violation is not None]
+    order = sorted(range(len(scored)), key=lambda i: (-(scored[i].violation or 0.0), i))
+    threshold = search.options.params.arbitrage_threshold
+    chosen: list[int] = []
+    count: dict[frozenset[str], int] = defaultdict(int)
+    for i in order:
+        root = _root(scored[i])
+        if (scored[i].violation or 0.0) > threshold and count[root] < per_root:
+            count[root] += 1
+            chosen.append(i)
+    picked = set(chosen)
+    chosen += [i for i in order if i not in picked]
+    chosen = sorted(chosen[: search.options.keep], key=lambda i: (-(scored[i].violation or 0.0), i))
+    return [scored[i] for i in chosen]
+
+
+def _root(e: Evaluated) -> frozenset[str]:
+    bases = (e.tuple.get("metadata") or {}).get("base_sentences") or {}
+    return frozenset((q.get("metadata") or {}).get("root") or q.get("id") for q in bases.values())
+
+
+def summarize(search: Search, target: RunStats, generator: RunStats | None, with_baseline: bool) -> dict[str, Any]:
+    threshold = search.options.params.arbitrage_threshold
+    found = returned(search)
+    uniform = [e for e in search.evaluated if e.sampler == "baseline" and e.violation is not None]
+    uniform_top = sorted((e.violation or 0.0 for e in uniform), reverse=True)[: search.options.keep]
+    attack_mean = float(np.mean([e.violation for e in found])) if found else None
+    random_mean = float(np.mean(uniform_top)) if uniform_top else None
+    per_check: dict[str, dict[str, Any]] = {}
+    for check in search.checks:
+        per_check[check.name] = {
+            "found": _stats([e.violation for e in found if e.check.name == check.name], threshold),  # type: ignore[misc]
+            "searched": _stats(
+                [
+                    e.violation
+                    for e in search.evaluated
+                    if e.sampler == "search" and e.check.name == check.name and e.violation is not None
+                ],
+                threshold,
+            ),  # type: ignore[misc]
+            "uniform": _stats([e.violation for e in uniform if e.check.name == check.name], threshold),  # type: ignore[misc]
+        }
+    kept = {id(e) for e in found}
+    families: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"tuples": 0, "forecasts": 0, "rejected": 0, "violations": [], "returned": 0}
+    )
+    for e in search.evaluated:
+        if e.sampler != "search":
+            continue
+        row = families[e.family]
+        row["tuples"] += 1
+        row["forecasts"] += e.cost
+        row["rejected"] += e.error is not None and e.error.startswith("verification")
+        row["returned"] += id(e) in kept
+        if e.violation is not None:
+            row["violations"].append(e.violation)
+    family_rows = {}
+    for name, row in families.items():
+        values = row.pop("violations")
+        family_rows[name] = row | {
+            "mean_violation": float(np.mean(values)) if values else None,
+            "above_threshold": int(sum(v > threshold for v in values)),
+        }
+    return {
+        "threshold": threshold,
+        "budget": search.options.budget,
+        "keep": search.options.keep,
+        "rounds": search.rounds,
+        "forecasts": {
+            "search": search.used("search"),
+            "baseline": search.used("baseline") if with_baseline else None,
+            "asked_this_session": search.asked,
+        },
+        "target_llm": _llm(target),
+        "generator_llm": _llm(generator) if generator is not None else None,
+        "tuples_evaluated": sum(e.sampler == "search" for e in search.evaluated),
+        "attack_mean_violation": attack_mean,
+        "random_mean_violation": random_mean,
+        "random_all_mean_violation": float(np.mean([e.violation for e in uniform])) if uniform else None,
+        "attack_over_random": attack_mean / random_mean if attack_mean is not None and random_mean else None,
+        "found_above_threshold": sum((e.violation or 0) > threshold for e in found),
+        "per_check": per_check,
+        "families": dict(sorted(family_rows.items(), key=lambda kv: -(kv[1]["mean_violation"] or 0))),
+        "top": [_top_entry(e) for e in found[:TOP_SHOWN]],
+    }
+
+
+def _llm(stats: RunStats) -> dict[str, Any]:
+    return {"calls": stats.calls, "cache_hits": stats.cache_hits, "cost": round(stats.cost, 6)}
+
+
+def _top_entry(e: Evaluated) -> dict[str, Any]:
+    fields = [
+        {"field": f, "title": e.tuple[f]["title"], "prob": p}
+        for f, p in zip(e.check.field_names, e.probs or [], strict=False)
+    ]
+    return {"check": e.check.name, "violation": e.violation, "family": e.family, "lineage": e.lineage, "fields": fields}
+
+
+def write_outputs(search: Search, out: Path, summary: dict[str, Any]) -> list[Evaluated]:
+    found = returned(search)
+    by_check: dict[str, list[Evaluated]] = defaultdict(list)
+    for e in found:
+        by_check[e.check.class_name].append(e)
+    for sub in ("tuples", "forecasts"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+        for stale in (out / sub).glob("*.jsonl"):
+            if stale.stem not in by_check:
+                stale.unlink()
+    for name, items in by_check.items():
+        check = get_check(name)
+        scores = score_forecasts(check, [e.probs for e in items], params=search.options.params)
+        with atomic_write(out / "tuples" / f"{name}.jsonl") as fh:
+            for e in items:
+                tup = {f: e.tuple[f] for f in check.field_names}
+                meta = dict(e.tuple.get("metadata") or {})
+                meta["attack"] = {"violation": e.violation, "family": e.family, "lineage": e.lineage, "round": e.round,
+                                  "forecasts": dict(zip(check.field_names, e.probs or [], strict=False))}  # fmt: skip
+                fh.write(dump_line({**tup, "metadata": meta}))
+        with atomic_write(out / "forecasts" / f"{name}.jsonl") as fh:
+            for i, e in enumerate(items):
+                line = {
+                    f: {"question": e.tuple[f], "forecast": {"prob": p}}
+                    for f, p in zip(check.field_names, e.probs or [], strict=True)
+                }
+                fh.write(dump_line({"line": line, "violation_data": scores.violation_data(i)}))
+    kept = {id(e) for e in found}
+    with atomic_write(out / "search_log.jsonl") as fh:
+        for e in search.evaluated:
+            fh.write(dump_line(_log_line(e, id(e) in kept)))
+    (out / "report.md").write_text(render_markdown(summary), encoding="utf-8")
+    return found
+
+
+def _log_line(e: Evaluated, kept: bool) -> dict[str, Any]:
+    return {
+        "key": e.key, "sampler": e.sampler, "round": e.round, "family": e.family, "check": e.check.name,
+        "lineage": e.lineage, "cost": e.cost, "violation": e.violation, "frequentist": e.frequentist,
+        "probs": e.probs, "titles": [e.tuple[f]["title"] for f in e.check.field_names], "error": e.error,
+        "returned": kept,
+    }  # fmt: skip
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _row(*cells: object) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _table(head: list[str]) -> list[str]:
+    return [_row(*head), _row(*["---"] * len(head))]
+
+
+def render_markdown(s: dict[str, Any]) -> str:
+    """The attack's report as Markdown (also what ``cc attack`` prints)."""
+    f, t, g = s["forecasts"], s["target_llm"], s["generator_llm"]
+    base = f"; uniform baseline {f['baseline']}" if f["baseline"] is not None else ""
+    lines = [
+        "# Adversarial search",
+        "",
+        f"Forecasts of the target: search {f['search']}/{s['budget']}{base}. "
+        f"Rounds: {s['rounds']}, tuples evaluated: {s['tuples_evaluated']}.",
+        f"Target model calls this session: {t['calls']} ({t['cache_hits']} cache hits, ${t['cost']:.4f}).",
+    ]
+    if g is not None:
+        lines.append(f"Generator model calls: {g['calls']} ({g['cache_hits']} cache hits, ${g['cost']:.4f}).")
+    lines.append("")
+    n_returned = sum(row["found"]["n"] for row in s["per_check"].values())
+    if not s["found_above_threshold"]:
+        lines.append(f"**Nothing found above the threshold ({s['threshold']:g})**: no returned tuple is a violation.")
+    else:
+        lines.append(
+            f"**{s['found_above_threshold']} of the {n_returned} returned tuples are above the threshold "
+            f"({s['threshold']:g}).**"
+        )
+    ratio = s["attack_over_random"]
+    if f["baseline"] is None:
+        lines.append(
+            f"Mean violation of the returned tuples {_num(s['attack_mean_violation'])} (no uniform baseline: "
+            "--no-baseline)."
+        )
+    else:
+        lines.append(
+            f"Mean violation of the returned tuples {_num(s['attack_mean_violation'])}; of the top {s['keep']} "
+            f"uniformly sampled at the same budget {_num(s['random_mean_violation'])} (all sampled: "
+            f"{_num(s['random_all_mean_violation'])}); ratio {'—' if ratio is None else f'{ratio:.1f}x'}."
+        )
+    lines += ["", "## Per check (arbitrage violation)", ""]
+    lines += _table(["check", "returned", "mean", "max", "above", "uniform", "mean", "max", "above"])
+    for name, row in s["per_check"].items():
+        a, u = row["found"], row["uniform"]
+        lines.append(
+            _row(name, a["n"], _num(a["mean"]), _num(a["max"]), a["above_threshold"],
+                 u["n"], _num(u["mean"]), _num(u["max"]), u["above_threshold"])
+        )  # fmt: skip
+    lines += ["", "## Families (what paid off)", ""]
+    lines += _table(["family", "tuples", "forecasts", "mean violation", "above", "returned", "rejected"])
+    for name, row in s["families"].items():
+        lines.append(
+            _row(
+                name,
+                row["tuples"],
+                row["forecasts"],
+                _num(row["mean_violation"]),
+                row["above_threshold"],
+                row["returned"],
+                row["rejected"],
+            )
+        )
+    lines += ["", "## Most violated tuples", ""]
+    for i, top in enumerate(s["top"], 1):
+        how = top["lineage"].get("mutation") or ("seed" if "seed" in top["lineage"] else "")
+        lines.append(
+            f"{i}. {top['check']}, violation {_num(top['violation'])} ({top['family']}{', ' + how if how else ''})"
+        )
+        for row in top["fields"]:
+            lines.append(f"   - {row['field']} = {row['prob']:.3f}: {row['title']}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,98 @@
+"""What an attack keeps on disk: an append-only journal (resumable after kill -9) and the results.
+
+The journal records, in order, each forecast the search is charged for (before it is asked), each
+answer, each variant a mutation produced and each verifier verdict. A restarted search replays its
+own deterministic steps against it: answers are read back instead of asked, and a charge is never
+made twice for one question, so the budget holds across any number of restarts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..checks import Check
+from ..jsonl import AppendLog
+from ..models import ForecastingQuestion
+
+JOURNAL = "journal.jsonl"
+CONFIG = "attack.json"
+
+
+def question_key(q: ForecastingQuestion) -> str:
+    """What a forecaster is shown (title, body, dates): two questions that read alike are one forecast."""
+    dates = f"{q.resolution_date}|{q.created_date}"
+    return hashlib.sha256(f"{q.title}\x00{q.body}\x00{dates}".encode()).hexdigest()[:16]
+
+
+def tuple_key(check: Check, questions: list[ForecastingQuestion]) -> str:
+    return check.name + ":" + hashlib.sha256("|".join(question_key(q) for q in questions).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Journal:
+    """The journal of one attack directory, loaded on open."""
+
+    path: Path
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # question key -> {"prob", "error"}
+    charged: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # sampler -> question keys
+    variants: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _log: AppendLog | None = None
+
+    @classmethod
+    def open(cls, directory: Path) -> Journal:
+        journal = cls(directory / JOURNAL)
+        journal._log = AppendLog(journal.path)
+        for record in journal._log.existing:
+            kind = record.get("kind")
+            if kind == "charge":
+                journal.charged[record["sampler"]].update(record["keys"])
+            elif kind == "forecast":
+                journal.answers[record["key"]] = {"prob": record.get("prob"), "error": record.get("error")}
+            elif kind == "variant":
+                journal.variants[record["key"]] = record.get("variant")
+            elif kind == "verdict":
+                journal.verdicts[record["key"]] = record["verdict"]
+        return journal
+
+    def charge(self, sampler: str, keys: list[str]) -> None:
+        """Record that ``sampler`` spends budget on ``keys`` (before they are asked: a kill cannot lose a charge)."""
+        new = [k for k in keys if k not in self.charged[sampler]]
+        if new:
+            self._append({"kind": "charge", "sampler": sampler, "keys": new})
+            self.charged[sampler].update(new)
+
+    def answer(self, key: str, prob: float | None, error: str | None, title: str = "") -> None:
+        self._append({"kind": "forecast", "key": key, "prob": prob, "error": error, "title": title})
+        self.answers[key] = {"prob": prob, "error": error}
+
+    def variant(self, key: str, value: dict[str, Any] | None, reason: str | None = None) -> None:
+        self._append({"kind": "variant", "key": key, "variant": value, "reason": reason})
+        self.variants[key] = value
+
+    def verdict(self, key: str, verdict: dict[str, Any]) -> None:
+        self._append({"kind": "verdict", "key": key, "verdict": verdict})
+        self.verdicts[key] = verdict
+
+    def _append(self, record: dict[str, Any]) -> None:
+        assert self._log is not None, "journal not open"
+        self._log.append(record)
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+
+
+def read_config(directory: Path) -> dict[str, Any] | None:
+    path = directory / CONFIG
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not readable as JSON ({exc})") from None

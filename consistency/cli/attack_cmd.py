@@ -1,0 +1,119 @@
+"""``cc attack``: search for the tuples on which a forecaster contradicts itself most, within a forecast budget."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..llm import LLMSettings
+from .console import err, escape, out
+from .llm_command import llm_settings_command
+
+
+@llm_settings_command
+def attack_cmd(
+    forecaster: Annotated[
+        str,
+        typer.Option("--forecaster", "-f", help="The target: any spec cc evaluate takes (basic, a model spec, ...)."),
+    ] = "local",
+    forecaster_option: Annotated[
+        list[str] | None, typer.Option("--forecaster-option", "-F", help="Forecaster option key=value (repeatable).")
+    ] = None,
+    budget: Annotated[
+        int, typer.Option("--budget", "-b", help="Most forecasts of the target the search spends (a hard cap).")
+    ] = 200,
+    checks: Annotated[
+        str | None, typer.Option("--checks", "-c", help="Comma-separated checks to search over (default: all).")
+    ] = None,
+    questions: Annotated[
+        Path | None,
+        typer.Option("--questions", "-q", help="Base questions (JSONL): the pool, and the seeds when no --tuples."),
+    ] = None,
+    tuples: Annotated[
+        Path | None,
+        typer.Option("--tuples", "-t", help="Seed tuples: a tuples or forecasts directory (default: bundled)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Generator model that writes and verifies question variants (default: templates only).",
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Attack directory (default: attacks/<time>_attack_<forecaster>).")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the attack in --out (after a kill, or with a larger --budget).")
+    ] = False,
+    keep: Annotated[int, typer.Option("--keep", "-k", min=1, help="Most violated tuples returned.")] = 20,
+    baseline: Annotated[
+        bool,
+        typer.Option(
+            "--baseline/--no-baseline",
+            help="Also sample seed tuples uniformly with the same budget, for the comparison (forecasts the "
+            "search already bought cost no call).",
+        ),
+    ] = True,
+    width: Annotated[int, typer.Option(min=1, help="Tuples evaluated per round.")] = 8,
+    seed: Annotated[int, typer.Option(help="Seed of the seed-tuple order and the baseline sample.")] = 0,
+    verify_threshold: Annotated[
+        int, typer.Option("--verify-threshold", help="Verifier score (0-10) a tuple with model-written text needs.")
+    ] = 6,
+    concurrency: Annotated[int, typer.Option(help="Questions forecast at once.")] = 16,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of the report.")] = False,
+    *,
+    llm_settings: LLMSettings,
+) -> None:
+    """Search adaptively for the tuples a forecaster is most incoherent on; write them as a benchmark."""
+    from ..attack import AttackError, SearchOptions, attack
+    from ..attack.report import render_markdown
+    from ..checks import UnknownCheckError
+    from ..forecasters import ForecasterSpecError
+    from ..forecasters.loading import parse_options
+    from ..llm.fatal import FatalError
+
+    options = SearchOptions(
+        keep=keep, width=width, seed=seed, verify_threshold=verify_threshold, concurrency=concurrency
+    )
+
+    def progress(search) -> None:
+        status.update(f"round {search.rounds}: {search.used('search')}/{budget} forecasts")
+
+    try:
+        with err.status("starting the search") as status:
+            result = attack(
+                forecaster,
+                budget=budget,
+                out=out_dir,
+                checks=[c.strip() for c in checks.split(",") if c.strip()] if checks else None,
+                questions=questions,
+                tuples=tuples,
+                generator=model,
+                forecaster_options=parse_options(forecaster_option or []),
+                options=options,
+                llm=llm_settings,
+                baseline=baseline,
+                resume=resume,
+                on_round=progress,
+            )
+    except FatalError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        err.print("what finished is journaled: fix the cause, then run the same command with --resume")
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/yellow]: finished forecasts are journaled; continue with --resume")
+        raise typer.Exit(130) from None
+    except (AttackError, ForecasterSpecError, UnknownCheckError, ValueError, OSError) as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    if as_json:
+        out.print_json(json.dumps(result.summary))
+    else:
+        out.print(render_markdown(result.summary), markup=False, highlight=False, soft_wrap=True, end="")
+    where = escape(str(result.out))
+    err.print(f"attack directory: [bold]{where}[/bold] (tuples/ for cc evaluate -t, forecasts/ for cc score)")
