@@ -1,5 +1,5 @@
-"""``python -m consistency.testing [--host H] [--port N] [--latency S] [--fault KIND=RATE ...] [--batch-...]``:
-serve the default forecast rule, optionally with random faults, and the Files + Batch API.
+"""``python -m consistency.testing [--rule NAME] [--host H] [--port N] [--latency S] [--fault KIND=RATE ...]
+[--batch-...]``: serve a rule (default: the forecast rule), optionally with random faults, and the Files + Batch API.
 
 Handy to point a real client (or ``cc``) at a deterministic model by hand, or at a flaky one
 (``--fault 429=0.05 --fault hang=0.05``) to see how it copes; stops on Ctrl-C.
@@ -13,7 +13,7 @@ import contextlib
 
 from .batches import BatchBehaviour
 from .replies import FAULT_KINDS, random_faults
-from .rules import probability_rule
+from .rules import RULES
 from .server import ScriptedServer
 
 
@@ -33,7 +33,14 @@ def _fault(text: str) -> tuple[str, float]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m consistency.testing",
-        description="Serve the scripted OpenAI-compatible server (default forecast rule) until Ctrl-C.",
+        description="Serve the scripted OpenAI-compatible server until Ctrl-C.",
+    )
+    parser.add_argument(
+        "--rule",
+        choices=sorted(RULES),
+        default="default",
+        help="how it answers: default (a deterministic probability per question), demo (answers that make "
+        "every pipeline produce sensible output: news, synth, fill, generate, resolve), or another named rule",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on; 0 picks a free one (default: 8000)")
@@ -81,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
         rates[kind] = rates.get(kind, 0.0) + rate
     if sum(rates.values()) > 1:
         parser.error("the --fault rates add up to more than 1")
-    rule = probability_rule()
+    rule = RULES[args.rule]()
     if rates:
         rule = random_faults(
             rule, rates, seed=args.fault_seed, hang_seconds=args.hang_seconds, retry_after=args.retry_after
@@ -100,7 +107,8 @@ def main(argv: list[str] | None = None) -> None:
             if batches:
                 faults += f"  batches: {batches}"
             print(
-                f"serving on {server.base_url}  (model spec: {server.model_spec()})  faults: {faults}  Ctrl-C to stop",
+                f"serving on {server.base_url}  (model spec: {server.model_spec()})  rule: {args.rule}"
+                f"  faults: {faults}  Ctrl-C to stop",
                 flush=True,
             )
             await asyncio.Event().wait()  # until cancelled by Ctrl-C

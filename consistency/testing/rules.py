@@ -15,6 +15,8 @@ from typing import Any
 from .replies import Fault, Outcome, Reply, Rule, ScriptedRequest, _call
 
 __all__ = [
+    "RULES",
+    "demo_rule",
     "hypocritical_probability",
     "hypocritical_rule",
     "probability_for",
@@ -321,6 +323,21 @@ def sequence(*items: Reply | Fault | Rule, then: Rule | None = None) -> Rule:
         return await _call(fallback, request)
 
     return sequence_rule
+
+
+def demo_rule() -> Rule:
+    """Answers that make every pipeline produce sensible output offline (see :mod:`.demo`)."""
+    from .demo import demo_rule as make  # demo builds on this module's rules
+
+    return make()
+
+
+# Rules by name, for ``python -m consistency.testing --rule NAME``.
+RULES: dict[str, Callable[..., Rule]] = {
+    "default": probability_rule,
+    "hypocritical": hypocritical_rule,
+    "demo": demo_rule,
+}
 
 
 def _embedding(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
