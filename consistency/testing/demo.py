@@ -2,7 +2,7 @@
 
 The default rule shapes any schema with placeholder values (dates of 2024-01-01, scores drawn at
 random), so question pipelines reject most of what it writes. This rule answers each of the
-project's structured requests by what it asks for: forecasts are :func:`.rules.probability_for`
+project's structured requests by what it asks for: forecasts are the default rule's probability
 of the question, articles are suitable, proposed and written questions resolve inside the window
 the prompt states, judgements pass (score 8), generated tuple fields reword their base questions,
 and due questions resolve YES or NO (a pure function of the question). Deterministic per request
@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .replies import Reply, Rule, ScriptedRequest
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["demo_rule"]
 
@@ -112,9 +115,7 @@ def _field(text: str) -> dict[str, Any]:
     return {"title": title, "body": body}
 
 
-def _resolution(text: str) -> dict[str, Any]:
-    from .rules import probability_for
-
+def _resolution(text: str, probability_for: Callable[[str], float]) -> dict[str, Any]:
     yes = probability_for(_first(_QUESTION, text, text)) >= 0.5
     return {
         "justification": "Reports up to the resolution date " + ("confirm it." if yes else "show it did not happen."),
@@ -134,11 +135,11 @@ def _future_dates(value: Any, day: date) -> Any:
     return value
 
 
-def demo_rule() -> Rule:
-    """The offline demo: every pipeline's requests answered so that it produces sensible output."""
-    from .rules import probability_rule
+def demo_rule(fallback: Rule, probability_for: Callable[[str], float]) -> Rule:
+    """The offline demo: every pipeline's requests answered so that it produces sensible output.
 
-    fallback = probability_rule()
+    ``fallback`` answers the rest (forecasts); ``probability_for`` decides resolutions (yes when >= 0.5).
+    """
     judged = {"QuestionVerdict", "Verdict", "RelevanceAnswer", "Judgement"}
 
     async def rule(request: ScriptedRequest) -> Any:
@@ -169,7 +170,7 @@ def demo_rule() -> Rule:
         if tool == "FieldText":
             return Reply.json(_field(text))
         if tool == "ResolutionAnswer":
-            return Reply.json(_resolution(text))
+            return Reply.json(_resolution(text, probability_for))
         outcome = fallback(request)
         if isinstance(outcome, Reply) and outcome.kind == "json":
             return Reply.json(_future_dates(outcome.value, _window_day(text)))

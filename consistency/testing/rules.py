@@ -327,9 +327,9 @@ def sequence(*items: Reply | Fault | Rule, then: Rule | None = None) -> Rule:
 
 def demo_rule() -> Rule:
     """Answers that make every pipeline produce sensible output offline (see :mod:`.demo`)."""
-    from .demo import demo_rule as make  # demo builds on this module's rules
+    from .demo import demo_rule as make  # imported on use: most servers never need it
 
-    return make()
+    return make(probability_rule(), probability_for)
 
 
 # Rules by name, for ``python -m consistency.testing --rule NAME``.
