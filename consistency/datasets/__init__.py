@@ -11,6 +11,11 @@ def sample_dir() -> Path:
     return Path(str(files(__package__).joinpath("sample")))
 
 
+def tables_dir() -> Path:
+    """``tables/``: ``forecasts.csv`` (a long table of six synthetic forecasters) and ``runs/<forecaster>/``."""
+    return Path(str(files(__package__).joinpath("tables")))
+
+
 def benchmark_dir() -> Path:
     """``benchmark/``: ``questions.jsonl`` (72 base questions) and ``tuples/<Checker>.jsonl``."""
     return Path(str(files(__package__).joinpath("benchmark")))

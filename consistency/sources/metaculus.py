@@ -43,6 +43,11 @@ class Metaculus:
         return {"Authorization": f"Token {token}"} if token else {}
 
     def auth_hint(self) -> str:
+        if optional_key(TOKEN_VARIABLE):
+            return (
+                f"Metaculus refused the token in {TOKEN_VARIABLE}: check it against your API token "
+                "(metaculus.com, account settings)"
+            )
         return (
             f"Metaculus refused the request: set {TOKEN_VARIABLE} to your API token (metaculus.com, account settings)"
         )

@@ -33,13 +33,14 @@ def _fault(text: str) -> tuple[str, float]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m consistency.testing",
-        description="Serve the scripted OpenAI-compatible server (default forecast rule) until Ctrl-C.",
+        description="Serve the scripted OpenAI-compatible server until Ctrl-C.",
     )
     parser.add_argument(
         "--rule",
         choices=sorted(RULES),
         default="default",
-        help="what the server answers: default (a probability per question text), coherent (a perfectly coherent "
+        help="what the server answers: default (a probability per question text), demo (answers that make "
+        "every pipeline produce sensible output: news, synth, fill, generate, resolve), coherent (a perfectly coherent "
         "forecaster on template tuples), constant (0.5 everywhere), planted (coherent except on negations of "
         "long titles)",
     )
@@ -108,7 +109,8 @@ def main(argv: list[str] | None = None) -> None:
             if batches:
                 faults += f"  batches: {batches}"
             print(
-                f"serving on {server.base_url}  (model spec: {server.model_spec()})  faults: {faults}  Ctrl-C to stop",
+                f"serving on {server.base_url}  (model spec: {server.model_spec()})  rule: {args.rule}"
+                f"  faults: {faults}  Ctrl-C to stop",
                 flush=True,
             )
             await asyncio.Event().wait()  # until cancelled by Ctrl-C

@@ -21,6 +21,7 @@ __all__ = [
     "coherent_probability",
     "coherent_rule",
     "constant_rule",
+    "demo_rule",
     "forecast_rule",
     "hypocritical_probability",
     "hypocritical_rule",
@@ -382,6 +383,13 @@ def sequence(*items: Reply | Fault | Rule, then: Rule | None = None) -> Rule:
     return sequence_rule
 
 
+def demo_rule() -> Rule:
+    """Answers that make every pipeline produce sensible output offline (see :mod:`.demo`)."""
+    from .demo import demo_rule as make  # imported on use: most servers never need it
+
+    return make(probability_rule(), probability_for)
+
+
 def _embedding(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
     """A unit vector that is a pure function of ``text`` (sha256 blocks mapped to [-1, 1])."""
     raw = b"".join(_digest("embedding", str(block), text) for block in range((dim + 31) // 32))[:dim]
@@ -393,6 +401,8 @@ def _embedding(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
 #: Rules ``python -m consistency.testing --rule NAME`` serves ("default": :func:`probability_rule`).
 RULES: dict[str, Callable[..., Rule]] = {
     "default": probability_rule,
+    "demo": demo_rule,
+    "hypocritical": hypocritical_rule,
     "coherent": coherent_rule,
     "constant": constant_rule,
     "planted": planted_rule,

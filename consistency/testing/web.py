@@ -4,7 +4,8 @@ pages in each API's real shape, on 127.0.0.1, over the scripted server's HTTP ma
 Every source lives under its own prefix (``url_for(source)``): ``/metaculus/api/posts/``,
 ``/manifold/v0/search-markets`` and ``/manifold/v0/market/{id}``, ``/polymarket/markets/keyset``,
 ``/newsapi/v2/everything`` and ``/feeds/{name}.xml``. Pagination honours ``limit``/``offset``
-(capped at ``page_cap`` items, as real APIs cap), Metaculus answers 401 without the token,
+(capped at ``page_cap`` items, as real APIs cap), Metaculus answers 401 without the token
+(``METACULUS_TOKEN=fixture-metaculus-token``, :data:`TOKEN`),
 Polymarket lists open markets unless ``closed=true``. Faults are planned per page:
 ``faults[(source, offset)]`` is a list of ``"429"``/``"500"``/``"drop"`` served to successive
 requests of that page before the real one, and pages in ``broken`` are always truncated.
@@ -332,8 +333,10 @@ class WebFixture(ScriptedServer):
         if self.latency > 0:
             await request.pause(self.latency)
         if path == "/metaculus/api/posts/" or path == "/metaculus/api/posts":
-            if headers.get("authorization") != f"Token {TOKEN}":
-                return json_response(401, {"detail": "Authentication credentials were not provided."})
+            given = headers.get("authorization")
+            if given != f"Token {TOKEN}":  # as Metaculus words the two cases
+                detail = "Invalid token." if given else "Authentication credentials were not provided."
+                return json_response(401, {"detail": detail})
             return self._page("metaculus", self._metaculus(query), query, path)
         if path == "/manifold/v0/search-markets":
             return self._page("manifold", self._manifold(query), query, path)
@@ -494,7 +497,8 @@ class WebFixture(ScriptedServer):
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m consistency.testing.web [--bulk N] [--latency S] [--page-cap N] [--port P]``: serve
-    the fixture APIs until Ctrl-C (first line on stdout: ``serving on http://127.0.0.1:PORT``)."""
+    the fixture APIs until Ctrl-C (first line on stdout: ``serving on http://127.0.0.1:PORT``, then the
+    credentials it accepts: ``METACULUS_TOKEN=fixture-metaculus-token``, ``NEWSAPI_KEY=fixture-news-key``)."""
     import argparse
     import contextlib
 
@@ -510,6 +514,7 @@ def main(argv: list[str] | None = None) -> None:
         server = WebFixture(data, latency=args.latency, page_cap=args.page_cap, port=args.port)
         async with server:
             print(f"serving on http://{server.host}:{server.port}", flush=True)
+            print(f"credentials it accepts: METACULUS_TOKEN={TOKEN} NEWSAPI_KEY={NEWS_KEY}", flush=True)
             await asyncio.Event().wait()
 
     with contextlib.suppress(KeyboardInterrupt):
