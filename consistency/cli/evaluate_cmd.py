@@ -20,7 +20,7 @@ from ..llm.fatal import FatalError
 from ..llm.secrets import redact
 from ..metrics.forecast_files import ScoreParams
 from .console import err, escape, fmt, out, print_skipped
-from .exits import ExitCode
+from .exits import ExitCode, interrupted_code, terminated
 from .llm_command import llm_settings_command
 from .score_cmd import render_table
 
@@ -194,10 +194,18 @@ def evaluate_cmd(
                 f"cc evaluate --resume {escape(str(exc.run_dir))}"
             )
         raise typer.Exit(ExitCode.FAILED) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (see exits.install_sigterm)
         bar.stop()
-        err.print("[yellow]interrupted[/yellow]: finished forecasts are saved; resume with --resume <run dir>")
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
+        what = "stopped by SIGTERM" if terminated() else "interrupted"
+        run_dir = getattr(exc, "run_dir", None) or resume_dir
+        if run_dir is None:
+            err.print(f"[yellow]{what}[/yellow] before the run directory was made: nothing to resume")
+        else:
+            err.print(
+                f"[yellow]{what}[/yellow]: finished forecasts are saved in {escape(str(run_dir))}; resume with: "
+                f"cc evaluate --resume {escape(str(run_dir))}"
+            )
+        raise typer.Exit(interrupted_code()) from None
     except (ForecasterSpecError, RunDirError, DetectionError, KeyError, ValueError, OSError) as exc:
         bar.stop()
         err.print(f"[red]error[/red] {escape(str(exc))}")

@@ -32,3 +32,38 @@ MEANINGS: dict[int, str] = {
 def epilog() -> str:
     """The exit codes as ``cc --help`` shows them."""
     return "Exit codes: " + "; ".join(f"{int(code)} {text}" for code, text in MEANINGS.items()) + "."
+
+
+_terminated = False
+
+
+def install_sigterm() -> None:
+    """Make SIGTERM stop ``cc`` the way Ctrl-C does (work saved, ``interrupted`` recorded, the resume command
+    printed), then exit :attr:`ExitCode.TERMINATED`. Only in the main thread of a process that has not chosen
+    its own SIGTERM handling."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    import signal
+
+    global _terminated
+    _terminated = True
+    handler = signal.getsignal(signal.SIGINT)  # inside asyncio.run: its handler, which cancels the main task
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+        return
+    raise KeyboardInterrupt
+
+
+def terminated() -> bool:
+    """Whether SIGTERM (rather than Ctrl-C) is what stopped this process."""
+    return _terminated
+
+
+def interrupted_code() -> ExitCode:
+    return ExitCode.TERMINATED if _terminated else ExitCode.INTERRUPTED
