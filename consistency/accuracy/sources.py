@@ -50,6 +50,7 @@ class Truth:
     source: str
     identity: Identity | None = None  # None: known by its name alone
     path: Path | None = None  # its directory, when it has one
+    ci95: tuple[float, float] | None = None  # the summary's interval of the mean Brier score, when it has one
 
 
 @dataclass
@@ -166,12 +167,14 @@ def _add_summary(found: Sources, path: Path) -> None:
         raise ScoreInputError(f"{path}: not a ground-truth summary (no avg_brier_score)")
     brier = summary["avg_brier_score"]
     questions = summary.get("scored", summary.get("total_questions", 0))
+    ci = (summary.get("brier_score") or {}).get("ci95") if isinstance(summary.get("brier_score"), dict) else None
     found.truth[path.parent.name] = Truth(
         float("nan") if brier is None else float(brier),
         int(questions or 0),
         str(path),
         identity_of(path.parent),
         path.parent,
+        (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else None,
     )
 
 
