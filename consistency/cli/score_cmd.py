@@ -123,7 +123,7 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
     else:
         out.print(grid)
     done = len(runs) - failed - skipped
-    extra = f", {skipped} skipped: nothing to score" if skipped else ""
+    extra = f", {skipped} skipped" if skipped else ""
     err.print(f"results written to [bold]{escape(str(out_dir))}[/bold]/<run>/ ({done} of {len(runs)} scored{extra})")
     if failed or not done:
         raise typer.Exit(1)

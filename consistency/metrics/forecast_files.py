@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from .. import __version__
 from ..checks import Check, all_checks, get_check
 from ..files import FileKind, detect, validate_lines
-from ..jsonl import LineError, atomic_write, dump_line, iter_json_lines, write_json
+from ..jsonl import LFS_MESSAGE, LineError, atomic_write, dump_line, iter_json_lines, write_json
 from ..models import ForecastLine
 from . import (
     ARBITRAGE_THRESHOLD,
@@ -297,6 +297,8 @@ def _score_run(run: Path, out_dir: Path, params: ScoreParams, check: str | None)
     except NothingToScore as exc:
         return RunSkipped(str(exc))
     except (ScoringError, KeyError, OSError, ValueError) as exc:  # DetectionError is a ValueError
+        if LFS_MESSAGE in str(exc):  # a clone without Git LFS: not damaged data, data that is not there yet
+            return RunSkipped(str(exc))
         return str(exc)
     return report.summary()
 
