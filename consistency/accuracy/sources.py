@@ -22,7 +22,7 @@ import numpy as np
 from ..jsonl import LineError, read_json_object
 from . import proper
 from .inputs import ScoreInputError
-from .pairing import Identity, identity, identity_of, match
+from .pairing import Identity, by_questions, identity, identity_of, match
 from .table import load_table
 
 T = TypeVar("T")
@@ -201,6 +201,7 @@ def pair(
     *,
     max_brier: float | None = 0.25,
     min_questions: int = 1,
+    splits: Mapping[str, str] | None = None,
 ) -> Pairing:
     """Pair each ground-truth forecaster with its consistency output (:func:`.pairing.match`, the rule
     ``cc report`` uses too); say why anything is left out."""
@@ -218,7 +219,10 @@ def pair(
         if not same:
             runs.append(run)
     truth_ids = [truth[n].identity or identity([n]) for n in names]
-    found = match([r.identity for r in runs], truth_ids, fixed, override_hint="use --pair")
+    candidates = [(t, truth[n].path) for t, n in zip(truth_ids, names, strict=True)]
+    tiebreak = by_questions([(r.identity, r.path) for r in runs], candidates, splits)
+    hint = "use --split TUPLES=SPLIT (e.g. --split scraped=20240501_20240815) or --pair"
+    found = match([r.identity for r in runs], truth_ids, fixed, override_hint=hint, tiebreak=tiebreak)
     pairs = {names[j]: runs[i] for j, i in found.pairs.items()}
     left.update({str(runs[i].path): why for i, why in found.consistency_left.items()})
     left.update({names[j]: why for j, why in found.accuracy_left.items()})
