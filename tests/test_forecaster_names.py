@@ -103,3 +103,10 @@ def test_cc_score_skips_a_run_directory_with_nothing_in_it(tmp_path):
     assert (tmp_path / "x" / "good" / "summary.json").is_file()
     alone = cc("score", str(failed), "-o", "y", cwd=tmp_path)
     assert alone.returncode == 1 and "no line could be scored" in alone.stderr
+
+
+def test_a_missing_key_stops_before_a_run_directory_exists(tmp_path):
+    done = cc("evaluate", "-f", "cot:gpt-4o-mini", "-n", "1", cwd=tmp_path)  # cc() drops every *_API_KEY
+    assert done.returncode == 1
+    assert "OPENAI_API_KEY is not set" in done.stderr and "--resume" not in done.stderr
+    assert not (tmp_path / "runs").exists()
