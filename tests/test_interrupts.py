@@ -53,3 +53,21 @@ def test_a_signal_saves_the_run_and_names_its_directory(tmp_path, sig, code, wor
     assert meta["sessions"][-1]["status"] == "interrupted"
     saved = [json.loads(line) for line in journal.read_text().splitlines()]
     assert len(saved) >= 2 and all(r["forecast"]["prob"] == 0.4 for r in saved)
+
+
+def test_sigterm_stops_a_model_calling_command_with_its_own_code(tmp_path):
+    from consistency.testing import Fault, ScriptedServer, faults_then, probability_rule
+
+    env = os.environ | {"NO_COLOR": "1", "COLUMNS": "400", "CC_CACHE_DIR": str(tmp_path / "cache")}
+    with ScriptedServer(faults_then(probability_rule(), Fault.hang(60))) as srv:
+        argv = [str(CC), "ask", "Will it rain in 2030?", "-m", srv.model_spec(), "--max-attempts", "1"]
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not srv.requests:  # the question is being asked (the server holds it)
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the request never arrived"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == ExitCode.TERMINATED, stderr
+    assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
