@@ -36,8 +36,15 @@ def main() -> None:
 
     delegate_if_compiler(sys.argv, COMMANDS)
     from .cli import app
+    from .cli.exits import ExitCode, install_sigterm, terminated
 
-    app(prog_name="cc")
+    install_sigterm()
+    try:
+        app(prog_name="cc")
+    except SystemExit:
+        if terminated():  # whatever the command made of the interruption, SIGTERM exits with its own code
+            raise SystemExit(ExitCode.TERMINATED) from None
+        raise
 
 
 if __name__ == "__main__":

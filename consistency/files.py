@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .checks import Check, check_for_fields, get_check
-from .jsonl import LineError, iter_json_lines, validation_errors
+from .jsonl import LFS_MESSAGE, LineError, iter_json_lines, validation_errors
 from .models import (
     ForecastingQuestion,
     ForecastLine,
@@ -77,6 +77,8 @@ def detect(path: str | Path, check: str | Check | None = None) -> FileInfo:
             break
         problem = problem or obj
     if first is None:
+        if problem is not None and problem.message == LFS_MESSAGE:
+            raise DetectionError(f"{path}: {LFS_MESSAGE}")
         why = f"; line {problem.line}: {problem.message}" if problem else " (the file is empty)"
         raise DetectionError(f"{path}: no JSON object found{why}")
     kind = _kind_of(first)

@@ -30,6 +30,14 @@ class LineError:
         return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
 
 
+#: How a Git LFS pointer file begins: a clone made without Git LFS holds these small text files in place of the data.
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+LFS_MESSAGE = (
+    "a Git LFS pointer, not the data: the clone was made without Git LFS; "
+    "fetch the files with `git lfs install && git lfs pull` in the repository"
+)
+
+
 def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | LineError]]:
     """Yield ``(line_number, object)`` per non-blank line, or a :class:`LineError` for bad JSON."""
     path = Path(path)
@@ -41,6 +49,9 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Li
                     yield number, LineError(str(path), number, None, f"the file is {encoding}; save it as UTF-8")
                     return
                 raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
+                if raw.startswith(LFS_POINTER):
+                    yield number, LineError(str(path), number, None, LFS_MESSAGE)
+                    return
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -9,13 +9,19 @@ results are one forecaster when both record a class and configuration and these 
 otherwise when a name of one equals a name of the other after :func:`pair_key` (case, ``-`` versus
 ``_`` and the paper's split suffixes ignored). A name given by the user (``--pair NAME=DIR``,
 ``NAME=PATH``) overrides the rule.
+
+One forecaster often has ground-truth runs on several question sets (the paper's ``_20240501_20240815``
+scraped questions and ``_20240701_20240831`` NewsAPI ones). A consistency output matching several is then
+paired by :func:`by_questions`: with the split the user named for its tuples (``--split
+scraped=20240501_20240815``), else with the ground-truth run whose questions its tuples were built from
+(the most titles in common, as the paper's instantiated tuples keep their base questions' titles).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,11 +133,13 @@ def match(
     overrides: Mapping[int, int] | None = None,
     *,
     override_hint: str = "name one with NAME=",
+    tiebreak: Callable[[int, list[int]], int | None] | None = None,
 ) -> Matching:
     """Pair each accuracy result with at most one consistency result of the same forecaster.
 
     ``overrides`` (accuracy index -> consistency index) are fixed first; a consistency result matching
-    several accuracy results, or an accuracy result already paired, stays unpaired with the reason."""
+    several accuracy results is paired with the one ``tiebreak(i, candidates)`` picks (see
+    :func:`by_questions`), else it stays unpaired with the reason, as does a second one for an accuracy result."""
     result = Matching(dict(overrides or {}))
     fixed = set(result.pairs)
     taken = set(result.pairs.values())
@@ -139,6 +147,9 @@ def match(
         if i in taken:
             continue
         found = [j for j, theirs in enumerate(accuracy) if j not in fixed and same_forecaster(mine, theirs)]
+        if len(found) > 1 and tiebreak is not None:
+            chosen = tiebreak(i, found)
+            found = [chosen] if chosen is not None else found
         names = ", ".join(_label(accuracy[j]) for j in found)
         if len(found) == 1 and found[0] not in result.pairs:
             result.pairs[found[0]] = i
@@ -153,6 +164,98 @@ def match(
         if j not in result.pairs:
             result.accuracy_left[j] = "no consistency output matches this forecaster"
     return result
+
+
+def split_of(names: Iterable[str]) -> str:
+    """The question set a result's names say it is on: ``scraped`` for ``..._tuples_scraped``,
+    ``20240501_20240815`` for ``..._20240501_20240815``, ``""`` when none says."""
+    for name in names:
+        split = split_name(name)[1]
+        if split:
+            return split.removeprefix("tuples_")
+    return ""
+
+
+def by_questions(
+    consistency: Sequence[tuple[Identity, Path | None]],
+    accuracy: Sequence[tuple[Identity, Path | None]],
+    splits: Mapping[str, str] | None = None,
+) -> Callable[[int, list[int]], int | None]:
+    """A ``tiebreak`` for :func:`match`: consistency output ``i`` goes with the candidate ground-truth result
+    on the split ``splits`` names for its tuples (``{"scraped": "20240501_20240815"}``), else with the one
+    sharing the most question titles with its tuples; None when that leaves a tie or nothing in common."""
+    wanted = {k.removeprefix("tuples_").lower(): v.lower() for k, v in (splits or {}).items()}
+    cache: dict[Path, frozenset[str]] = {}
+
+    def titles(path: Path | None, tuples: bool) -> frozenset[str]:
+        if path is None:
+            return frozenset()
+        if path not in cache:
+            cache[path] = _tuple_titles(path) if tuples else _truth_titles(path)
+        return cache[path]
+
+    def pick(i: int, candidates: list[int]) -> int | None:
+        mine, directory = consistency[i]
+        split = wanted.get(split_of(mine.names))
+        if split is not None:
+            named_split = [j for j in candidates if split_of(accuracy[j][0].names) == split]
+            return named_split[0] if len(named_split) == 1 else None
+        ours = titles(directory, True)
+        common = [len(ours & titles(accuracy[j][1], False)) for j in candidates]
+        best = max(common, default=0)
+        return candidates[common.index(best)] if best > 0 and common.count(best) == 1 else None
+
+    return pick
+
+
+def _titles_in(path: Path, limit: int) -> set[str]:
+    out: set[str] = set()
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for n, raw in enumerate(fh):
+                if n >= limit:
+                    break
+                try:
+                    obj = json.loads(raw)
+                except ValueError:
+                    continue
+                _collect_titles(obj, out)
+    except (OSError, UnicodeDecodeError):
+        pass
+    return out
+
+
+def _collect_titles(obj: Any, out: set[str]) -> None:
+    """Every ``question.title`` (and a bare question's ``title``) in a JSON line, lower-cased."""
+    if isinstance(obj, dict):
+        title = obj.get("title")
+        if isinstance(title, str) and "question_type" in obj:
+            out.add(title.strip().lower())
+        for value in obj.values():
+            if isinstance(value, dict | list):
+                _collect_titles(value, out)
+    elif isinstance(obj, list):
+        for value in obj:
+            _collect_titles(value, out)
+
+
+def _tuple_titles(directory: Path, per_file: int = 100) -> frozenset[str]:
+    """Question titles of a consistency output's tuples (the first lines of each ``<Checker>.jsonl``, or of
+    the run it scored): enough to tell which question set they were built from, read in a moment."""
+    out: set[str] = set()
+    for path in sorted(directory.glob("*Checker.jsonl")):
+        out |= _titles_in(path, per_file)
+    if not out:
+        summary = read_json_object(directory / "summary.json") or {}
+        inputs = summary.get("inputs") or []
+        if len(inputs) == 1 and Path(inputs[0]).is_dir():
+            for path in sorted(Path(inputs[0]).glob("*Checker.jsonl")):
+                out |= _titles_in(path, per_file)
+    return frozenset(out)
+
+
+def _truth_titles(directory: Path) -> frozenset[str]:
+    return frozenset(_titles_in(directory / "ground_truth_results.jsonl", 1_000_000))
 
 
 def _no_match(mine: Identity, accuracy: Sequence[Identity], hint: str) -> str:

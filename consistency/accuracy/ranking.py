@@ -13,6 +13,7 @@ from datetime import datetime
 
 import numpy as np
 
+from ..metrics.stats import bootstrap_mean_ci
 from . import difficulty, proper, proxy
 from .inputs import ScoreInputError
 from .significance import BootstrapResult, TTestResult, early_closer_filter, head_to_head, weighted_bootstrap
@@ -77,9 +78,8 @@ def _per_forecaster_mean(table: ForecastTable, losses: np.ndarray) -> list[Stand
         x, w = losses[rows], table.weight[rows]
         mean = float(np.average(x, weights=w)) if w.sum() > 0 else float("nan")
         low = high = None
-        if w.sum() > 1 and np.ptp(x) > 0:
-            test: TTestResult = t_test(x, w)
-            low, high = test.ci_low, test.ci_high
+        if len(x) > 1 and w.sum() > 0:  # the interval cc report shows for the same scores (see bootstrap_mean_ci)
+            low, high = bootstrap_mean_ci(x, weights=None if np.all(w == w[0]) else w)
         out.append(Standing(name, mean, low, high, int(rows.sum())))
     return out
 
@@ -139,13 +139,13 @@ def _proxy(aggregator: str) -> Callable[[ForecastTable], list[Standing]]:
 METHODS: dict[str, Method] = {
     "brier": Method(
         "brier",
-        "Mean Brier score on resolved questions, with weighted t-intervals (Brier 1950).",
+        "Mean Brier score on resolved questions, with percentile bootstrap 95% intervals (Brier 1950).",
         True,
         _outcome_method(proper.brier),
     ),
     "log": Method(
         "log",
-        "Mean log loss in nats, forecasts clipped to [0.001, 0.999] (Good 1952).",
+        "Mean log loss in nats, forecasts clipped to [0.001, 0.999], with bootstrap 95% intervals (Good 1952).",
         True,
         _outcome_method(proper.log_loss),
     ),

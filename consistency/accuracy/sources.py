@@ -22,7 +22,7 @@ import numpy as np
 from ..jsonl import LineError, read_json_object
 from . import proper
 from .inputs import ScoreInputError
-from .pairing import Identity, identity, identity_of, match
+from .pairing import Identity, by_questions, identity, identity_of, match
 from .table import load_table
 
 T = TypeVar("T")
@@ -50,6 +50,7 @@ class Truth:
     source: str
     identity: Identity | None = None  # None: known by its name alone
     path: Path | None = None  # its directory, when it has one
+    ci95: tuple[float, float] | None = None  # the summary's interval of the mean Brier score, when it has one
 
 
 @dataclass
@@ -166,12 +167,14 @@ def _add_summary(found: Sources, path: Path) -> None:
         raise ScoreInputError(f"{path}: not a ground-truth summary (no avg_brier_score)")
     brier = summary["avg_brier_score"]
     questions = summary.get("scored", summary.get("total_questions", 0))
+    ci = (summary.get("brier_score") or {}).get("ci95") if isinstance(summary.get("brier_score"), dict) else None
     found.truth[path.parent.name] = Truth(
         float("nan") if brier is None else float(brier),
         int(questions or 0),
         str(path),
         identity_of(path.parent),
         path.parent,
+        (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else None,
     )
 
 
@@ -198,6 +201,7 @@ def pair(
     *,
     max_brier: float | None = 0.25,
     min_questions: int = 1,
+    splits: Mapping[str, str] | None = None,
 ) -> Pairing:
     """Pair each ground-truth forecaster with its consistency output (:func:`.pairing.match`, the rule
     ``cc report`` uses too); say why anything is left out."""
@@ -215,7 +219,10 @@ def pair(
         if not same:
             runs.append(run)
     truth_ids = [truth[n].identity or identity([n]) for n in names]
-    found = match([r.identity for r in runs], truth_ids, fixed, override_hint="use --pair")
+    candidates = [(t, truth[n].path) for t, n in zip(truth_ids, names, strict=True)]
+    tiebreak = by_questions([(r.identity, r.path) for r in runs], candidates, splits)
+    hint = "use --split TUPLES=SPLIT (e.g. --split scraped=20240501_20240815) or --pair"
+    found = match([r.identity for r in runs], truth_ids, fixed, override_hint=hint, tiebreak=tiebreak)
     pairs = {names[j]: runs[i] for j, i in found.pairs.items()}
     left.update({str(runs[i].path): why for i, why in found.consistency_left.items()})
     left.update({names[j]: why for j, why in found.accuracy_left.items()})

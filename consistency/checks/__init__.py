@@ -65,8 +65,12 @@ def get_check(name: str | Check) -> Check:
         return name
     found = _NAMES.get(name.strip().lower().removesuffix(".jsonl"))
     if found is None:
+        import difflib
+
         known = ", ".join(sorted({c.aliases[0] if c.aliases else c.name.lower() for c in _CHECKS.values()}))
-        raise UnknownCheckError(f"unknown check {name!r}; known checks: {known}")
+        close = difflib.get_close_matches(name.strip().lower(), list(_NAMES), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UnknownCheckError(f"unknown check {name!r}{hint} (known checks: {known})")
     return found
 
 

@@ -12,11 +12,13 @@ from typing import Annotated
 import typer
 
 from .. import __version__
+from .exits import epilog
 from .lazy import LazyTyper
 
 app = LazyTyper(
     name="cc",
     help="Evaluate forecasters by the logical consistency of their forecasts.",
+    epilog=epilog(),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

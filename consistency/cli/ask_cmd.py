@@ -51,7 +51,7 @@ def ask(
         out.print_json(json.dumps(summary))
     elif result.ok:
         out.print(f"[bold]{result.value.prob:.3f}[/bold]  {escape(result.value.reasoning)}")
-        cost = "unknown price" if result.usage.cost is None else f"${result.usage.cost:.5f}"
+        cost = "unknown price" if result.usage.cost is None or not _priced(model) else f"${result.usage.cost:.5f}"
         source = "cache" if result.cache_hit else f"{stats.calls} call(s), {stats.retries} retries"
         err.print(
             f"{escape(redact(model))}: {result.latency:.2f}s, {source}, "
@@ -63,3 +63,12 @@ def ask(
             err.print(f"raw answer: {escape(result.raw[:500])}")
     if not result.ok:
         raise typer.Exit(1)
+
+
+def _priced(model: str) -> bool:
+    """Whether the price table knows ``model``: a cache hit costs nothing, but for an unpriced model that
+    is still "unknown price", as for the call that filled the cache, not ``$0.00000``."""
+    from ..llm.accounting import price_table
+    from ..llm.specs import parse_model_spec
+
+    return parse_model_spec(model).model in price_table()

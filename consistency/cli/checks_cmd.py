@@ -18,7 +18,7 @@ def checks(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON."
         {
             "name": c.name,
             "class_name": c.class_name,
-            "aliases": list(c.aliases),
+            "aliases": _names(c),
             "fields": {name: f.symbol() for name, f in c.formulas.items()},
             "question_types": c.question_types,
             "assume": c.assume,
@@ -37,6 +37,12 @@ def checks(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON."
         fields = ", ".join(name if name == sym else f"{name}={sym}" for name, sym in row["fields"].items())
         if c.assume:
             fields += f" ({c.assume})"
-        names = ", ".join(dict.fromkeys([c.class_name, *c.aliases, c.name.lower()]))
+        names = ", ".join([c.class_name, *row["aliases"]])
         table.add_row(c.name, names, fields, str(row["worlds"]), "; ".join(row["condition"]))
     out.print(table)
+
+
+def _names(check) -> list[str]:
+    """Every short name ``-c``/``--check`` accepts besides the paper's name and class name: the aliases, then
+    the lower-case name (``neg``, ``negation``), the same in the table and in ``--json``."""
+    return list(dict.fromkeys([*check.aliases, check.name.lower()]))

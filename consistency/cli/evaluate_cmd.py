@@ -20,6 +20,7 @@ from ..llm.fatal import FatalError
 from ..llm.secrets import redact
 from ..metrics.forecast_files import ScoreParams
 from .console import err, escape, fmt, out, print_skipped
+from .exits import ExitCode, interrupted_code, terminated
 from .llm_command import llm_settings_command
 from .score_cmd import render_table
 
@@ -81,8 +82,9 @@ def evaluate_cmd(
         typer.Option(
             "--forecaster",
             "-f",
-            help="basic, cot, constant, uniform, crowd, replay, a model spec (gpt-4o, local: the basic "
-            "forecaster with that model), name:model (cot:gpt-4o), file.py::Class or package.module:Class.",
+            help="basic, cot, constant, uniform, crowd, replay; a model (local, gpt-4o, openai/NAME, "
+            "openrouter/VENDOR/NAME, URL::NAME: the basic forecaster with it); name:model (cot:gpt-4o); "
+            "arbitrage:SPEC (SPEC arbitraged, -F checks=neg,cond); file.py::Class or package.module:Class.",
         ),
     ] = "local",
     forecaster_option: Annotated[
@@ -191,24 +193,39 @@ def evaluate_cmd(
                 f"run directory: [bold]{escape(str(exc.run_dir))}[/bold] (failed); once fixed, resume it with: "
                 f"cc evaluate --resume {escape(str(exc.run_dir))}"
             )
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
+        raise typer.Exit(ExitCode.FAILED) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (see exits.install_sigterm)
         bar.stop()
-        err.print("[yellow]interrupted[/yellow]: finished forecasts are saved; resume with --resume <run dir>")
-        raise typer.Exit(130) from None
+        what = "stopped by SIGTERM" if terminated() else "interrupted"
+        run_dir = getattr(exc, "run_dir", None) or resume_dir
+        if run_dir is None:
+            err.print(f"[yellow]{what}[/yellow] before the run directory was made: nothing to resume")
+        else:
+            err.print(
+                f"[yellow]{what}[/yellow]: finished forecasts are saved in {escape(str(run_dir))}; resume with: "
+                f"cc evaluate --resume {escape(str(run_dir))}"
+            )
+        raise typer.Exit(interrupted_code()) from None
     except (ForecasterSpecError, RunDirError, DetectionError, KeyError, ValueError, OSError) as exc:
         bar.stop()
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     bar.stop()
     _print(result, as_json)
     failed, total = len(result.failures), result.meta.get("questions", 0)
     if fail_on_error is not None and too_many_failures(failed, total, fail_on_error):
         err.print(f"[red]failed[/red]: {failed} failed question(s) exceed --fail-on-error {fail_on_error:g}")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
     if total and failed == total:  # not "a few failed items": nothing at all to score
         err.print("[red]failed[/red]: no question got a forecast")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
+    summary = result.meta.get("summary") or {}
+    if result.report is None and total and not summary.get("scored") and summary.get("unresolved"):
+        err.print(
+            f"[red]nothing scored[/red]: none of the {summary['unresolved']} answered question(s) has a resolution; "
+            "a ground-truth run scores resolved questions only (resolve them with cc questions resolve)"
+        )
+        raise typer.Exit(ExitCode.FAILED)
 
 
 #: Options that change how a resumed run's remaining calls are made: the run's recorded value is kept
@@ -374,6 +391,9 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
         f"{totals.get('calls', 0)} model calls, {totals.get('cache_hits', 0)} cache hits, ${totals.get('cost', 0):.4f}"
         f"{part}"
     )
+    unresolved = (meta.get("summary") or {}).get("unresolved") or 0
+    if result.report is None and unresolved and (meta.get("summary") or {}).get("scored"):
+        err.print(f"[yellow]{unresolved} answered question(s) have no resolution[/yellow]: forecast, not scored")
     summary_file = "ground_truth_summary.json" if result.report is None else "summary.json"
     print_skipped(result.skipped, str(result.run_dir / summary_file))
     for failure in result.failures[:5]:

@@ -20,6 +20,7 @@ from ..generate.verify import TupleVerifier
 from ..jsonl import read_jsonl
 from ..models import ForecastingQuestion
 from .console import err, escape, out
+from .exits import ExitCode
 from .llm_command import LLMArgs, llm_command, print_usage, run_calls
 
 
@@ -50,14 +51,14 @@ def load_questions(path: Path) -> list[ForecastingQuestion]:
                 questions.append(parsed)
     except (OSError, DatasetRefError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     if problems:
         for problem in problems[:20]:
             err.print(f"[red]error[/red] {escape(problem)}")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     if not questions:
         err.print(f"[red]error[/red] {escape(str(path))}: no questions (the file is empty)")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     return questions
 
 
@@ -113,17 +114,17 @@ def generate_cmd(
         checks = list(all_checks()) if check == "all" else [get_check(check)]
     except KeyError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     if out_dir.exists() and not out_dir.is_dir():
         err.print(f"[red]error[/red] {escape(str(out_dir))} is a file, not a directory: --out takes a directory")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     pool = load_questions(questions)
     source = None
     if around is not None:
         source = next((q for q in pool if q.id == around), None)
         if source is None:
             err.print(f"[red]error[/red] no question with id {escape(around)} in {escape(str(questions))}")
-            raise typer.Exit(2)
+            raise typer.Exit(ExitCode.USAGE)
     kind = choose_instantiator(instantiator, llm_args)
     verify = kind == "llm" if verify is None else verify
     rel = relevance.value if relevance != RelevanceChoice.auto else ("llm" if kind == "llm" else "embeddings")
@@ -132,11 +133,45 @@ def generate_cmd(
         concurrency=llm_args.settings.width(llm_args.values["max_connections"], n),
     )  # fmt: skip
     plan = Plan(kind, verify, threshold, verifier_model or llm_args.model, rel, embeddings, out_dir, options)
-    reports = run_calls(_run(checks, pool, plan, llm_args))
+    try:
+        reports = run_calls(_run(checks, pool, plan, llm_args))
+    except ValueError as exc:  # e.g. fewer base questions than the check needs
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(ExitCode.USAGE) from None
     for report in reports:
         _print_report(report)
+        short = shortfall(report, options, len(pool))
+        if short:
+            err.print(f"[yellow]{escape(short)}[/yellow]")
     if not any(r.total for r in reports):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def shortfall(report: GenerateReport, options: GenerateOptions, questions: int) -> str | None:
+    """One sentence when fewer tuples than asked were made, saying which limit was reached (None: enough)."""
+    if report.total >= options.n:
+        return None
+    why = []
+    cut = report.rejected.get("relevance: below the embedding prefilter", 0)
+    if cut:
+        kept = report.candidates - cut
+        why.append(f"the relevance prefilter kept {kept} of {report.candidates} candidates (3 x n unless --prefilter)")
+    if report.rejected.get("relevance: not in the top", 0):
+        why.append(f"--top {options.top} kept only the best {options.top}")
+    failures = report.rejected.get("relevance: scoring failed", 0)
+    if failures:
+        why.append(f"{failures} relevance scoring(s) failed")
+    rejected = sum(v for k, v in report.rejected.items() if not k.startswith("relevance"))
+    if rejected:
+        why.append(f"{rejected} made this run were rejected (reasons in {report.rejects_path})")
+    if not cut and not report.rejected.get("relevance: not in the top", 0):
+        why.append(
+            f"only {report.candidates} candidate base assignment(s) from {questions} question(s) "
+            "(give more questions, or --candidates)"
+        )
+    return f"{report.check}: {report.total} of the {options.n} tuples asked for; the candidates ran out: " + "; ".join(
+        why
+    )
 
 
 @dataclass

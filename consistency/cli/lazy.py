@@ -31,6 +31,25 @@ from typer.main import get_command_from_info, get_group
 from typer.models import CommandInfo
 
 
+def _no_type_on_flags() -> None:
+    """typer 0.2x shows a flag's type (``--json  <bool>``), as if it took a value that a user might copy; a
+    flag takes none, so its type column stays empty (options with values keep ``<int>``, ``<path>``...)."""
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "_flags_untyped", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Context) -> str | None:
+        return None if getattr(self, "is_flag", False) and not getattr(self, "count", False) else shown(self, ctx)
+
+    display_type_rich._flags_untyped = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_no_type_on_flags()
+
+
 @dataclass(frozen=True)
 class LazyEntry:
     """Where a command lives: ``module:attribute`` relative to this package; a function or a Typer app."""

@@ -80,7 +80,7 @@ def _summaries_only(path: Path) -> bool:
 
 
 def _from_summaries(paths: list[Path]) -> list[Standing]:
-    """Brier standings from each forecaster's stored mean (no interval: the per-question scores are not there)."""
+    """Brier standings from each forecaster's stored mean and interval (the one its summary holds, if any)."""
     if not paths:
         return []
     from ..accuracy.ranking import Standing
@@ -88,4 +88,7 @@ def _from_summaries(paths: list[Path]) -> list[Standing]:
 
     truth = find_sources(paths).truth
     err.print(f"{len(truth)} forecaster(s) ranked by the mean Brier score of their ground-truth summary")
-    return [Standing(name, t.brier, None, None, t.questions) for name, t in truth.items()]
+    return [
+        Standing(name, t.brier, *(t.ci95 if t.ci95 is not None else (None, None)), t.questions)
+        for name, t in truth.items()
+    ]

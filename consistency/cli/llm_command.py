@@ -21,6 +21,7 @@ import typer
 from ..llm import LLM, LLMSettings, RunStats
 from . import llm_options as opt
 from .console import err, escape
+from .exits import ExitCode, interrupted_code, terminated
 
 T = typing.TypeVar("T")
 
@@ -130,4 +131,11 @@ def run_calls(work: Coroutine[Any, Any, T], *, resumable: bool = True) -> T:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         if resumable:
             err.print("what finished is saved: run the same command again once this is fixed to continue")
-        raise typer.Exit(1) from None
+        raise typer.Exit(ExitCode.FAILED) from None
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see exits.install_sigterm)
+        what = "stopped by SIGTERM" if terminated() else "interrupted"
+        err.print(
+            f"[yellow]{what}[/yellow]"
+            + (": what finished is saved; run the same command again to continue" if resumable else "")
+        )
+        raise typer.Exit(interrupted_code()) from None

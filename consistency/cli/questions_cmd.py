@@ -14,6 +14,7 @@ import typer
 from ..embeddings import make_embedder
 from ..questions import QuestionReport, Window, build_questions, related_titles, synthetic_titles, verify_questions
 from .console import err, escape, out
+from .exits import interrupted_code
 from .generate_cmd import load_questions
 from .llm_command import LLMArgs, llm_command, print_usage, run_calls, shared_options
 
@@ -285,7 +286,7 @@ def scrape_cmd(
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err.print(f"interrupted: the questions written stay in {escape(str(out_path))}; --resume carries on")
-            raise typer.Exit(130) from None
+            raise typer.Exit(interrupted_code()) from None
         except ValueError as exc:
             err.print(f"[red]error[/red] {escape(str(exc))}")
             raise typer.Exit(2) from None

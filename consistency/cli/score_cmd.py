@@ -39,7 +39,14 @@ def score(
 ) -> None:
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
     from ..files import DetectionError
-    from ..metrics.forecast_files import ScoreParams, ScoringError, run_directories, score_path, write_report
+    from ..metrics.forecast_files import (
+        NothingToScore,
+        ScoreParams,
+        ScoringError,
+        run_directories,
+        score_path,
+        write_report,
+    )
     from ..paths import new_run_dir
 
     params = ScoreParams(epsilon=epsilon, bootstrap=bootstrap, seed=seed)
@@ -54,6 +61,9 @@ def score(
     try:
         report = score_path(paths, params, check)
         target = write_report(report, out_dir or new_run_dir(f"score_{paths[0].resolve().name.removesuffix('.jsonl')}"))
+    except NothingToScore as exc:
+        err.print(f"[red]no line could be scored[/red]: {escape(str(exc))}")
+        raise typer.Exit(1) from None
     except (ScoringError, DetectionError, KeyError, OSError, ValueError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
@@ -74,7 +84,7 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
 
     from rich.table import Table
 
-    from ..metrics.forecast_files import score_runs
+    from ..metrics.forecast_files import RunSkipped, score_runs
 
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
@@ -84,8 +94,12 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
     for col in ("run", "checks", "tuples", "arbitrage avg", "arb. violated", "frequentist avg", "freq. violated"):
         grid.add_column(col, justify="left" if col == "run" else "right", overflow="fold")
     summaries: dict[str, object] = {}
-    failed = 0
+    failed = skipped = 0
     for run, result in score_runs(runs, out_dir, params, check, jobs=min(os.cpu_count() or 1, len(runs))):
+        if isinstance(result, RunSkipped):
+            skipped += 1
+            err.print(f"[yellow]skipped[/yellow] {escape(result.reason)}")
+            continue
         if isinstance(result, str):
             failed += 1
             err.print(f"[red]error[/red] {escape(result)}")
@@ -108,9 +122,10 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
         out.print_json(json.dumps(summaries))
     else:
         out.print(grid)
-    done = len(runs) - failed
-    err.print(f"results written to [bold]{escape(str(out_dir))}[/bold]/<run>/ ({done} of {len(runs)} scored)")
-    if failed:
+    done = len(runs) - failed - skipped
+    extra = f", {skipped} skipped" if skipped else ""
+    err.print(f"results written to [bold]{escape(str(out_dir))}[/bold]/<run>/ ({done} of {len(runs)} scored{extra})")
+    if failed or not done:
         raise typer.Exit(1)
 
 

@@ -211,6 +211,9 @@ def drive(
         status, fatal = "failed", exc
     except OSError as exc:  # most likely a full disk: what is journaled is safe, stop here
         stopped = exc
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: recorded as interrupted below; the caller names the run
+        exc.run_dir = run.path  # type: ignore[attr-defined]
+        raise
     finally:
         try:
             extra = finish(done)

@@ -82,8 +82,21 @@ def load_benchmark(
         missing = wanted - {ts.check.name for ts in sets.values()}
         if missing:
             raise ValueError(f"no tuples for {', '.join(sorted(missing))} in {source or 'the bundled benchmark'}")
+    if sets and not any(ts.tuples for ts in sets.values()):
+        raise ValueError(
+            nothing_usable("tuple", source or "the bundled benchmark", [e for ts in sets.values() for e in ts.errors])
+        )
     order = {c.class_name: i for i, c in enumerate(all_checks())}
     return sorted(sets.values(), key=lambda ts: order.get(ts.check.class_name, len(order)))
+
+
+def nothing_usable(what: str, source: str | Path, errors: Sequence[LineError]) -> str:
+    """One sentence for input of which no line can be used: how many lines were bad, and the first reason."""
+    lines = len({(e.path, e.line) for e in errors})
+    if not lines:
+        return f"{source}: no {what} in it"
+    first = f" (first: {errors[0]})" if errors else ""
+    return f"{source}: no usable {what}, all {lines} line(s) are invalid{first}; `cc validate {source}` lists them"
 
 
 def sample_in_order(items: list[T], limit: int | None, rng: np.random.Generator) -> list[T]:

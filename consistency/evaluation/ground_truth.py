@@ -16,7 +16,7 @@ from ..jsonl import LineError, write_json, write_jsonl
 from ..metrics import bootstrap_mean_ci
 from ..models import ForecastingQuestion, GroundTruthRecord
 from .asking import Ask, RunOptions, drive, question_key
-from .benchmark import sample_in_order
+from .benchmark import nothing_usable, sample_in_order
 from .rundir import RunDir
 from .runner import EvaluationResult, reopen_run, start_run
 
@@ -52,6 +52,8 @@ def evaluate_questions(
 ) -> EvaluationResult:
     """Forecast resolved questions and score the forecasts against their resolutions."""
     items, errors = load_questions(questions, limit, seed)
+    if not items:
+        raise ValueError(nothing_usable("question", questions, errors))
     options = options or RunOptions()
     meta = {"kind": "ground_truth", "questions_file": str(questions), "limit": limit, "seed": seed}
     loaded, run = start_run(forecaster, forecaster_options, out, Path(questions).stem, options, meta)

@@ -43,6 +43,7 @@ def start_run(
     """Build the forecaster and create its run directory, recording how to rebuild both on resume."""
     spec = forecaster if isinstance(forecaster, str) else _spec_of(forecaster)
     loaded = load_forecaster(forecaster, forecaster_options)
+    check_keys(loaded.config())
     run = RunDir(out or new_run_dir(f"{loaded.label}_{name}"))
     run.create(
         {
@@ -54,6 +55,30 @@ def start_run(
         }
     )
     return loaded, run
+
+
+def check_keys(config: Any) -> None:
+    """Every hosted model a forecaster's configuration names (``model``, ``extractor``, nested forecasters'
+    too) has its key, else :class:`FatalError` before any run directory exists: the first call would
+    stop the run anyway, leaving a directory with nothing in it."""
+    from ..llm.fatal import FatalError
+    from ..llm.secrets import MissingKeyError, key_for
+    from ..llm.specs import ModelSpecError, parse_model_spec
+
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if key in ("model", "extractor") and isinstance(value, str):
+                try:
+                    key_for(parse_model_spec(value))
+                except ModelSpecError:
+                    continue
+                except MissingKeyError as exc:
+                    raise FatalError(str(exc)) from None
+            else:
+                check_keys(value)
+    elif isinstance(config, list | tuple):
+        for value in config:
+            check_keys(value)
 
 
 def reopen_run(

@@ -2,8 +2,9 @@
 
 A spec is a registered name (``basic``, ``cot``...), ``name:model`` (``cot:gpt-4o``), a user's
 class (``path/to/file.py::ClassName`` or ``package.module:ClassName``), or else a model spec,
-which means the basic forecaster with that model. Option values are typed from the
-constructor's signature.
+which means the basic forecaster with that model. A bare model name must be a known one
+(:func:`hosted_model`), so a typo is refused with a suggestion instead of becoming a model
+that fails at its first call. Option values are typed from the constructor's signature.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import re
 import sys
 import typing
 from collections.abc import Iterable, Mapping
@@ -23,7 +25,7 @@ from typing import Any
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from ..llm.secrets import redact
-from ..llm.specs import ModelSpecError, parse_model_spec
+from ..llm.specs import ModelSpecError, known_models, parse_model_spec
 from .base import Forecaster
 
 _REGISTRY: dict[str, type[Forecaster]] = {}
@@ -60,18 +62,42 @@ def forecaster_class(spec: str) -> tuple[type[Forecaster], dict[str, Any]]:
         return _REGISTRY[text.lower()], {}
     if sep and rest.isidentifier() and all(part.isidentifier() for part in name.split(".")):
         return _from_module(name, rest), {}
-    close = difflib.get_close_matches(text.lower(), forecaster_names(), n=1, cutoff=0.75)
-    if close or any(c.isspace() for c in text):
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ForecasterSpecError(f"unknown forecaster {spec!r}{hint} (known: {', '.join(forecaster_names())})")
+    if any(c.isspace() for c in text):
+        raise ForecasterSpecError(f"unknown forecaster {spec!r} (known: {', '.join(forecaster_names())})")
+    return _REGISTRY["basic"], {"model": hosted_model(text)}
+
+
+def hosted_model(text: str, within: str | None = None) -> str:
+    """``text`` if it names a model we can call, else a :class:`ForecasterSpecError` with a suggestion.
+
+    A bare name is a model only when it is a known one (the price table, including ``CC_PRICES``) or
+    ``local``; anything else must say where it is served (``openai/NAME``, ``openrouter/VENDOR/NAME``,
+    ``URL::NAME``). So ``lcoal`` is refused ("did you mean 'local'?") before any run directory exists,
+    instead of becoming an OpenAI model that fails at its first call. ``within``: the spec it came from.
+    """
+    where = f" in {within!r}" if within and within != text else ""
     try:
-        parse_model_spec(text)
+        spec = parse_model_spec(text)
     except ModelSpecError as exc:
         raise ForecasterSpecError(
-            f"{spec!r} is neither a forecaster ({', '.join(forecaster_names())}), a class "
+            f"{text!r}{where} is neither a forecaster ({', '.join(forecaster_names())}), a class "
             f"(file.py::Class or package.module:Class) nor a model spec: {exc}"
         ) from None
-    return _REGISTRY["basic"], {"model": text}
+    bare = spec.provider == "openai" and not text.strip().startswith("openai/")
+    if not bare or spec.model in known_models():
+        return text
+    models = known_models()
+    shown = [m if "/" not in m else f"openrouter/{m}" for m in models]
+    pool = {n.lower(): n for n in [*forecaster_names(), *shown, *models]}
+    close = difflib.get_close_matches(spec.model.lower(), list(pool), n=1, cutoff=0.6)
+    hint = f"; did you mean {pool[close[0]]!r}?" if close else "."
+    what = "model" if where else "forecaster or model"
+    listed = [m for m in shown if "/" not in m and not re.search(r"-\d{4}-\d\d-\d\d$", m)]
+    raise ForecasterSpecError(
+        f"unknown {what} {spec.model!r}{where}{hint} Forecasters: {', '.join(forecaster_names())}; known models: "
+        f"{', '.join(listed)}, ... To use a model we do not list, name its provider: openai/{spec.model}, "
+        f"openrouter/VENDOR/{spec.model} or http://HOST/v1::{spec.model}"
+    )
 
 
 def load_forecaster(spec: str | Forecaster, options: Mapping[str, str] | Iterable[str] | None = None) -> Forecaster:
@@ -81,6 +107,7 @@ def load_forecaster(spec: str | Forecaster, options: Mapping[str, str] | Iterabl
     cls, implied = forecaster_class(spec)
     raw = dict(implied)
     raw.update(parse_options(options))
+    _check_model_option(cls, raw, spec)
     kwargs = typed_options(cls, raw)
     try:
         return cls(**kwargs)
@@ -88,6 +115,15 @@ def load_forecaster(spec: str | Forecaster, options: Mapping[str, str] | Iterabl
         raise
     except Exception as exc:
         raise ForecasterSpecError(f"cannot create forecaster {spec!r}: {exc}") from None
+
+
+def _check_model_option(cls: type[Forecaster], raw: dict[str, Any], spec: str) -> None:
+    """A ``model`` option (``cot:NAME``, ``-F model=NAME``) is held to :func:`hosted_model`'s rule; a class
+    with a ``base`` option (``arbitrage:SPEC``) reads it as a forecaster spec, checked when that is loaded."""
+    params = inspect.signature(cls.__init__).parameters
+    model = raw.get("model")
+    if isinstance(model, str) and "model" in params and "base" not in params:
+        hosted_model(model, within=spec if spec != model else None)
 
 
 def parse_options(options: Mapping[str, str] | Iterable[str] | None) -> dict[str, str]:

@@ -62,6 +62,13 @@ class ModelSpec:
         return f"{self.provider}|{scrub_url(self.base_url or '', fingerprint=True)}|{self.model}"
 
 
+def known_models() -> list[str]:
+    """Model names a bare spec may use: ``local`` and the price table's (ours and ``CC_PRICES``'s)."""
+    from .accounting import price_table
+
+    return list(dict.fromkeys(["local", *price_table()]))
+
+
 @lru_cache(maxsize=256)
 def parse_model_spec(text: str) -> ModelSpec:
     raw = text.strip()

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from .. import __version__
 from ..checks import Check, all_checks, get_check
 from ..files import FileKind, detect, validate_lines
-from ..jsonl import LineError, atomic_write, dump_line, iter_json_lines, write_json
+from ..jsonl import LFS_MESSAGE, LineError, atomic_write, dump_line, iter_json_lines, write_json
 from ..models import ForecastLine
 from . import (
     ARBITRAGE_THRESHOLD,
@@ -209,8 +209,40 @@ class ScoringError(ValueError):
     pass
 
 
+class NothingToScore(ScoringError):
+    """A run directory whose forecast files are all empty (a run that stopped before any forecast)."""
+
+
+@dataclass(frozen=True)
+class RunSkipped:
+    """A run directory :func:`score_runs` passed over, and why (not a failure: there was nothing in it)."""
+
+    reason: str
+
+
+def _empty(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return not fh.read(4096).strip()
+    except OSError:
+        return False
+
+
+def _run_status(path: Path) -> str:
+    """`` (run status failed: REASON)`` from a run directory's ``run.json``, or nothing."""
+    import json
+
+    try:
+        meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    failure = f": {meta['failure']}" if meta.get("failure") else ""
+    return f" (run status {meta.get('status', '?')}{failure})" if isinstance(meta, dict) else ""
+
+
 def forecast_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Expand directories to their ``<Checker>.jsonl`` files (the paper's layout)."""
+    """Expand directories to their ``<Checker>.jsonl`` files (the paper's layout); empty ones are left out
+    (a check none of whose tuples got forecasts), and a directory with nothing else is :class:`NothingToScore`."""
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
@@ -220,7 +252,11 @@ def forecast_files(paths: Iterable[str | Path]) -> list[Path]:
                 raise ScoringError(
                     f"{path}: no <Checker>.jsonl forecast files (e.g. NegChecker.jsonl) in this directory"
                 )
-            out.extend(found)
+            kept = [p for p in found if not _empty(p)]
+            if not kept:
+                why = _run_status(path)
+                raise NothingToScore(f"{path}: no forecasts to score, every <Checker>.jsonl is empty{why}")
+            out.extend(kept)
         elif path.is_file():
             out.append(path)
         else:
@@ -254,11 +290,15 @@ def run_directories(paths: Sequence[str | Path]) -> list[Path] | None:
     return out if expanded or len(out) > 1 else None
 
 
-def _score_run(run: Path, out_dir: Path, params: ScoreParams, check: str | None) -> dict[str, Any] | str:
+def _score_run(run: Path, out_dir: Path, params: ScoreParams, check: str | None) -> dict[str, Any] | str | RunSkipped:
     try:
         report = score_path(run, params, check)
         write_report(report, out_dir / run.name)
+    except NothingToScore as exc:
+        return RunSkipped(str(exc))
     except (ScoringError, KeyError, OSError, ValueError) as exc:  # DetectionError is a ValueError
+        if LFS_MESSAGE in str(exc):  # a clone without Git LFS: not damaged data, data that is not there yet
+            return RunSkipped(str(exc))
         return str(exc)
     return report.summary()
 
@@ -269,8 +309,9 @@ def score_runs(
     params: ScoreParams | None = None,
     check: str | None = None,
     jobs: int = 1,
-) -> Iterator[tuple[Path, dict[str, Any] | str]]:
-    """Score each run directory into ``out_dir/<name>/``, ``jobs`` at a time, yielding (run, summary or error).
+) -> Iterator[tuple[Path, dict[str, Any] | str | RunSkipped]]:
+    """Score each run directory into ``out_dir/<name>/``, ``jobs`` at a time, yielding (run, summary, error
+    or :class:`RunSkipped`).
 
     Runs are independent, so on several cores they are scored in worker processes; a failing run is
     reported and the others go on.

@@ -50,20 +50,34 @@ def summarize(
 
 
 def bootstrap_mean_ci(
-    values: np.ndarray, resamples: int = 1000, seed: int = 0, level: float = 0.95
+    values: np.ndarray,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    weights: np.ndarray | None = None,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean, in memory-bounded blocks of resamples."""
+    """Percentile bootstrap interval of the (``weights``-weighted) mean, in memory-bounded blocks of resamples.
+
+    The one interval of a mean score everywhere (run summaries, ``cc report``, ``cc leaderboard``): a percentile
+    bootstrap stays inside the range of the scores (a Brier interval never goes below 0), needs no normality of
+    skewed per-question scores, and with the same values gives the same interval in every command.
+    """
     values = np.asarray(values, dtype=float)
     n = len(values)
     if n == 1 or resamples <= 0:
         return float(values.mean()), float(values.mean())
+    w = None if weights is None else np.asarray(weights, dtype=float)
     rng = np.random.default_rng(seed)
     block = max(1, 2_000_000 // n)
-    means = np.concatenate(
-        [
-            values[rng.integers(0, n, size=(min(block, resamples - s), n))].mean(axis=1)
-            for s in range(0, resamples, block)
-        ]
-    )
-    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    parts = []
+    for s in range(0, resamples, block):
+        idx = rng.integers(0, n, size=(min(block, resamples - s), n))
+        if w is None:
+            parts.append(values[idx].mean(axis=1))
+        else:
+            drawn = w[idx]
+            total = drawn.sum(axis=1)
+            parts.append(np.where(total > 0, (values[idx] * drawn).sum(axis=1) / np.where(total > 0, total, 1), np.nan))
+    means = np.concatenate(parts)
+    lo, hi = np.nanquantile(means, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)

@@ -9,9 +9,10 @@ command line names the forecaster). The correlation is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..accuracy.inputs import ScoreInputError
-from ..accuracy.pairing import match
+from ..accuracy.pairing import by_questions, match
 from ..accuracy.versus import Correlation, consistency_vs_brier
 from .gather import METRICS, Run
 
@@ -51,7 +52,10 @@ def compare(runs: list[Run], *, max_brier: float = 0.25, bootstrap: int = 1000) 
     """Pair runs into forecasters, rank them, and correlate each check's violation with the Brier score."""
     consistency = [r for r in runs if r.checks]
     accuracy = [r for r in runs if not r.checks]
-    found = match([r.identity for r in consistency], [r.identity for r in accuracy])
+    tiebreak = by_questions(
+        [(r.identity, _dir(r.path)) for r in consistency], [(r.identity, _dir(r.path)) for r in accuracy]
+    )
+    found = match([r.identity for r in consistency], [r.identity for r in accuracy], tiebreak=tiebreak)
     partner = {id(consistency[i]): accuracy[j] for j, i in found.pairs.items()}
     partner.update({id(accuracy[j]): consistency[i] for j, i in found.pairs.items()})
     entries: list[Entry] = []
@@ -107,3 +111,8 @@ def by_depth(runs: list[Run]) -> dict[str, dict[int, Run]]:
         label = ", ".join(f"{k}={v}" for k, v in sorted(config.items()) if v not in (None, False))
         groups.setdefault(label, {})[depth] = run
     return groups
+
+
+def _dir(path: Path) -> Path:
+    """The directory a run was read from (a run may be given as a file in it)."""
+    return path if path.is_dir() else path.parent

@@ -87,7 +87,7 @@ def violations(checks: list[CheckResult]) -> Figure:
     for ax, metric in zip(axes, ("default", "frequentist"), strict=True):
         data = [c.violations[metric] for c in shown]
         if data:
-            ax.boxplot(
+            parts = ax.boxplot(
                 data,
                 orientation="horizontal",
                 whis=(5, 95),
@@ -96,11 +96,15 @@ def violations(checks: list[CheckResult]) -> Figure:
                 meanprops={"marker": "D", "markerfacecolor": "black", "markeredgecolor": "black", "markersize": 4},
                 medianprops={"color": COLORS[1]},
             )
+            for line in (line for lines in parts.values() for line in lines):
+                line.set_clip_on(False)  # a mean or whisker at the axis' end is drawn whole, not cut in half
             ax.set_yticks(range(1, len(names) + 1), names)
             threshold = shown[0].stats[metric]["threshold"]
             ax.axvline(threshold, color="0.4", linestyle=":", linewidth=1)
         ax.set_xscale("symlog", linthresh=1e-3 if metric == "default" else 1e-2)
         ax.set_xlim(left=0)
+        if data:  # room past the largest whisker or mean, so its marker does not sit on the frame
+            ax.set_xlim(right=_past(max(_reach(v) for v in data), 1e-3 if metric == "default" else 1e-2))
         ax.set_xlabel(METRIC_LABEL[metric])
         ax.grid(axis="x", alpha=0.3)
     axes[0].invert_yaxis()  # shared y: once for both; checks read top to bottom in the table's order
@@ -112,7 +116,7 @@ def violations(checks: list[CheckResult]) -> Figure:
 def reliability(acc: Accuracy, title: str) -> Figure:
     """Observed frequency against mean forecast per bin, with each bin's count written and drawn below."""
     table = acc.calibration
-    fig = _figure(5.2, 5.6, margins=(0.75, 0.2, 0.55, 0.55))
+    fig = _figure(5.2, 5.8, margins=(0.75, 0.2, 0.55, 0.75))
     top, bottom = fig.subplots(2, 1, height_ratios=(3, 1), sharex=True, gridspec_kw={"hspace": 0.08})
     top.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfect calibration")
     used = table.count > 0
@@ -122,8 +126,10 @@ def reliability(acc: Accuracy, title: str) -> Figure:
     top.set_xlim(0, 1)
     top.set_ylim(-0.02, 1.02)
     top.set_ylabel("observed frequency")
-    top.set_title(f"{title}\nBrier {acc.brier:.3f}, calibration error {acc.calibration_error:.3f}", fontsize=9)
-    top.legend(loc="upper left", fontsize=8)
+    top.set_title(f"{title}\nBrier {acc.brier:.3f}, calibration error {acc.calibration_error:.3f}", fontsize=9, pad=20)
+    # above the plot, not in a corner: a corner is where a well-calibrated extreme bin, (0.05, 1.0) or
+    # (0.95, 0.0), is drawn
+    top.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2, fontsize=8, frameon=False, borderaxespad=0.2)
     top.grid(alpha=0.3)
     edges = table.edges if table.edges is not None else np.linspace(0, 1, table.n_bins + 1)
     bottom.bar(
@@ -149,15 +155,15 @@ def checks_by_run(runs: list[Run]) -> Figure:
             highs = np.array([_ci(by_name.get(n), 1) for n in names])
             err = np.vstack([np.clip(means - lows, 0, None), np.clip(highs - means, 0, None)])
             err = np.where(np.isfinite(err), err, 0)
-            ax.bar(
-                x + (k - (len(runs) - 1) / 2) * width,
-                means,
-                width,
-                yerr=err,
-                capsize=2,
-                label=run.name,
-                color=COLORS[k % len(COLORS)],
-            )
+            at = x + (k - (len(runs) - 1) / 2) * width
+            color = COLORS[k % len(COLORS)]
+            ax.bar(at, means, width, yerr=err, capsize=2, label=run.name, color=color)
+            zero = means == 0  # a bar of height 0 is invisible: mark it, so it does not read as a missing value
+            ax.hlines(np.zeros(zero.sum()), at[zero] - width / 2, at[zero] + width / 2, colors=color, linewidth=2.5)
+            for xz in at[zero]:
+                ax.annotate(
+                    "0", (xz, 0), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7, color=color
+                )
         ax.set_ylabel(METRIC_LABEL[metric])
         ax.grid(axis="y", alpha=0.3)
     axes[1].set_xticks(x, names, rotation=30, ha="right")
@@ -227,6 +233,17 @@ def depth(series: dict[int, Run], title: str) -> Figure:
     axes[1].legend(fontsize=7, loc="best")
     fig.suptitle(title, fontsize=9)
     return fig
+
+
+def _reach(values: np.ndarray) -> float:
+    """The right end of a box plot: its 95th-percentile whisker or its mean, whichever is further."""
+    values = np.asarray(values, dtype=float)
+    return float(max(np.percentile(values, 95), values.mean())) if len(values) else 0.0
+
+
+def _past(value: float, linthresh: float) -> float:
+    """A symlog axis limit a little beyond ``value`` (one tenth of a decade, or of the linear part)."""
+    return value * 10**0.1 if value > linthresh else value + 0.1 * linthresh
 
 
 def _checks_of(runs: list[Run]):
