@@ -170,3 +170,118 @@ def score_log(
             scored.path = Path(str(log_path))
         write_stats(report, Path(out_dir), report.summary() | {"inspect": found.info})
     return report
+
+
+def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | None = None) -> dict[str, float]:
+    """Write the forecasts of a ``cc`` run (any directory of ``<Checker>.jsonl`` forecast files) as an
+    inspect log at ``target`` (``.eval`` or ``.json``), scored as the inspect task scores; returns its metrics."""
+    _require_inspect()
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalMetric,
+        EvalResults,
+        EvalSample,
+        EvalScore,
+        EvalSpec,
+        write_eval_log,
+    )
+
+    from ...files import FileKind, detect, validate_lines
+    from ...metrics.forecast_files import forecast_files
+    from ...models import ForecastLine
+    from .dataset import describe, tuple_metadata
+    from .scorer import check_metrics, tuple_score
+
+    params = params or ScoreParams()
+    run = Path(run_dir)
+    target = Path(target)
+    if target.suffix not in _SUFFIXES:
+        raise InspectLogError(f"{target}: an inspect log ends in .eval or .json")
+    samples, rows, skipped = [], [], 0
+    for path in forecast_files([run]):
+        info = detect(path)
+        if info.kind is not FileKind.FORECASTS or info.check is None:
+            raise InspectLogError(f"{path}: holds {info.kind}, not forecast lines")
+        check = info.check
+        for number, item in validate_lines(info):
+            if not isinstance(item, ForecastLine):
+                skipped += 1
+                continue
+            questions = {f: item.line[f].question for f in check.field_names}
+            answers = {
+                f: Answer(prob=item.line[f].forecast.prob, reasoning=_reasoning(item.line[f].forecast.metadata))
+                for f in check.field_names
+            }
+            score = tuple_score(check.class_name, answers, params)
+            rows.append((check.class_name, score.value))
+            samples.append(
+                EvalSample(
+                    id=f"{check.class_name}:{number}",
+                    epoch=1,
+                    input=describe(check.name, questions),
+                    target="",
+                    metadata=tuple_metadata(check.class_name, number, str(path), questions),
+                    scores={SCORER: score},
+                    store={ANSWERS_KEY: {f: a.model_dump() for f, a in answers.items()}},
+                )
+            )
+    if not samples:
+        raise InspectLogError(f"{run}: no forecast line to export")
+    metrics = check_metrics(rows, params)
+    meta = _run_meta(run)
+    log = EvalLog(
+        status="success",
+        eval=EvalSpec(
+            created=meta.get("created") or _now(),
+            task="consistency/all",
+            dataset=EvalDataset(name=str(run), samples=len(samples)),
+            model=f"cc/{meta.get('label') or run.name}",
+            config=EvalConfig(),
+            task_args={"tuples": str(run), "epsilon": params.epsilon},
+            metadata={
+                "consistency": {"exported_from": str(run), "forecaster": meta.get("forecaster"), "skipped": skipped}
+            },
+        ),
+        results=EvalResults(
+            total_samples=len(samples),
+            completed_samples=len(samples),
+            scores=[
+                EvalScore(
+                    name=SCORER,
+                    scorer=SCORER,
+                    metrics={k: EvalMetric(name=k, value=v) for k, v in metrics.items()},
+                )
+            ],
+        ),
+        samples=samples,
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_eval_log(log, str(target))
+    return metrics
+
+
+def _reasoning(metadata: Any) -> str | None:
+    if isinstance(metadata, dict) and isinstance(metadata.get("reasoning"), str):
+        return metadata["reasoning"]
+    return None
+
+
+def _run_meta(run: Path) -> dict[str, Any]:
+    """What run.json says of the forecaster (when the directory is a ``cc evaluate`` run)."""
+    import json
+
+    try:
+        meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    forecaster = meta.get("forecaster") if isinstance(meta, dict) else None
+    label = forecaster.get("label") if isinstance(forecaster, dict) else None
+    return {"created": meta.get("created"), "forecaster": forecaster, "label": label}
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
