@@ -30,9 +30,19 @@ class InspectLogError(ScoringError):
     """A file that is not a readable log of a ``consistency/...`` task (one sentence saying why)."""
 
 
+def local_path(path: str | Path) -> Path:
+    """A path as given, or the file a ``file://`` URI names (inspect prints log locations as URIs)."""
+    text = str(path)
+    if text.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return Path(unquote(urlparse(text.replace("file:/", "file:///", 1) if "://" not in text else text).path))
+    return Path(path)
+
+
 def is_inspect_log(path: str | Path) -> bool:
     """An inspect log by its name and first bytes; never imports inspect_ai."""
-    path = Path(path)
+    path = local_path(path)
     if not path.is_file() or path.suffix not in _SUFFIXES:
         return False
     if path.suffix == ".eval":
@@ -71,7 +81,7 @@ def write_forecasts(log_path: str | Path, out_dir: str | Path) -> LogForecasts:
     _require_inspect()
     from inspect_ai.log import read_eval_log
 
-    log_path = Path(log_path)
+    log_path = local_path(log_path)
     try:
         log = read_eval_log(str(log_path))
     except Exception as exc:  # inspect raises many kinds for an unreadable file
@@ -155,6 +165,7 @@ def score_log(
 ) -> ScoreReport:
     """Score a log's answers as ``cc score`` scores forecast files, writing the same outputs into ``out_dir``."""
     params = params or ScoreParams()
+    log_path = local_path(log_path)
     with tempfile.TemporaryDirectory(prefix="cc-inspect-") as tmp:
         found = write_forecasts(log_path, tmp)
         if not found.files:
