@@ -198,3 +198,27 @@ def test_without_need_nothing_imports_inspect():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_each_epoch_asks_again_and_every_epoch_counts_as_cc_score_counts_it(tmp_path):
+    calls: Counter = Counter()
+    noisy = Counter()
+
+    def drifting(text: str, config) -> str:  # a second ask of the same question gets another answer
+        noisy[text] += 1
+        p = min(0.99, probability_for(text) + 0.05 * (noisy[text] - 1))
+        return json.dumps({"reasoning": "again", "prob": round(p, 2)})
+
+    (log,) = inspect_eval(
+        "consistency/negation",
+        model=mock(lambda t, c: drifting(t, c), calls),
+        task_args={"limit": 3},
+        epochs=2,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success"
+    assert set(calls.values()) == {2}
+    values = log_metrics(log)
+    assert values["scored"] == 6
+    same_as_summary(values, summary_of_cc_score(log.location, tmp_path / "scored"))

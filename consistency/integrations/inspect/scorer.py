@@ -104,7 +104,7 @@ def _check_order(class_name: str) -> int:
     return [c.class_name for c in all_checks()].index(class_name)
 
 
-@metric(name="consistency")
+@metric(name="consistency", scores="unreduced")  # every epoch is a tuple forecast, as in `cc score LOG`
 def consistency_metrics() -> Metric:
     """Mean violation and fraction violated (arbitrage, frequentist), overall and per check."""
 

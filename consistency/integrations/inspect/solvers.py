@@ -2,7 +2,7 @@
 forecasters running on inspect's model (``forecaster_tuple``).
 
 A question shared by several tuples (P of a negation and of a paraphrase tuple...) is asked once
-per task run: the answers are memoised per solver, by the question as the model sees it.
+per task run and epoch: the answers are memoised per solver, by the question as the model sees it.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def forecast_tuple() -> Solver:
         questions = questions_of(state.metadata)
 
         def one(q: ForecastingQuestion) -> Awaitable[Answer]:
-            key = json.dumps([str(model), forecast_messages(q)], sort_keys=True)
+            key = json.dumps([str(model), state.epoch, forecast_messages(q)], sort_keys=True)
             return memo.get(key, lambda: ask(model, q))
 
         answers = await collect(*(one(q) for q in questions.values()))
@@ -170,9 +170,9 @@ def forecaster_tuple(forecaster: str, options: dict[str, Any] | None = None) -> 
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         questions = questions_of(state.metadata)
-        key = str(get_model())
+        key = [str(get_model()), state.epoch]
         answers = await collect(
-            *(memo.get(json.dumps([key, q.model_dump(mode="json")]), lambda q=q: one(q)) for q in questions.values())
+            *(memo.get(json.dumps([*key, q.model_dump(mode="json")]), lambda q=q: one(q)) for q in questions.values())
         )
         return await _record(state, dict(zip(questions, answers, strict=True)))
 
