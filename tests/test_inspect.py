@@ -222,3 +222,16 @@ def test_each_epoch_asks_again_and_every_epoch_counts_as_cc_score_counts_it(tmp_
     values = log_metrics(log)
     assert values["scored"] == 6
     same_as_summary(values, summary_of_cc_score(log.location, tmp_path / "scored"))
+
+
+def test_bad_task_parameters_stop_before_any_call():
+    from consistency.forecasters.loading import ForecasterSpecError
+    from consistency.integrations.inspect.solvers import forecaster_tuple
+    from consistency.integrations.inspect.tasks import consistency_task
+
+    with pytest.raises(ForecasterSpecError, match="the model is inspect's --model"):
+        forecaster_tuple("gpt-4o")  # cc would read a bare model as the basic forecaster on it
+    with pytest.raises(ValueError, match="no such file or directory"):
+        consistency_task(["neg"], tuples="/no/such/tuples")
+    with pytest.raises(ValueError, match="expected key=value"):
+        consistency_task(["neg"], limit=1, forecaster="cot", forecaster_options="oops")

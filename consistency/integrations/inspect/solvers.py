@@ -155,6 +155,7 @@ def _json_texts(text: str) -> list[str]:
 def forecaster_tuple(forecaster: str, options: dict[str, Any] | None = None) -> Solver:
     """Run one of our forecasters (``basic``, ``cot``, ``arbitrage:basic``...) on each question, its
     model calls answered by inspect's model."""
+    _refuse_bare_model(forecaster)
     built = load_forecaster(forecaster, {k: str(v) for k, v in (options or {}).items()})
     built.attach(InspectLLM())  # type: ignore[arg-type]
     memo = _Memo()
@@ -177,6 +178,19 @@ def forecaster_tuple(forecaster: str, options: dict[str, Any] | None = None) -> 
         return await _record(state, dict(zip(questions, answers, strict=True)))
 
     return solve
+
+
+def _refuse_bare_model(spec: str) -> None:
+    """``cc`` reads a bare model spec as the basic forecaster on that model; here the model is inspect's."""
+    from ...forecasters.loading import ForecasterSpecError, forecaster_class, forecaster_names
+
+    _, implied = forecaster_class(spec)
+    name = spec.strip().partition(":")[0].lower()
+    if "model" in implied and name not in forecaster_names():
+        raise ForecasterSpecError(
+            f"{spec!r} is not one of our forecasters ({', '.join(forecaster_names())}, or a class); "
+            "the model is inspect's --model"
+        )
 
 
 def _reasoning(metadata: Any) -> str | None:

@@ -28,7 +28,7 @@ def consistency_task(
     seed: int = 0,
     epsilon: float = DEFAULT_EPSILON,
     forecaster: str | None = None,
-    forecaster_options: dict[str, Any] | str | None = None,
+    forecaster_options: dict[str, Any] | list[str] | str | None = None,
 ) -> Task:
     """A task over the tuples of ``checks`` (all when None); the registered tasks are thin wrappers."""
     sets = tuple_sets(tuples, checks, limit, seed)
@@ -54,11 +54,12 @@ def consistency_task(
     )
 
 
-def _options(raw: dict[str, Any] | str | None) -> dict[str, Any]:
+def _options(raw: dict[str, Any] | list[str] | str | None) -> dict[str, Any]:
     if raw is None or isinstance(raw, dict):
         return dict(raw or {})
+    items = raw.split(",") if isinstance(raw, str) else [str(item) for item in raw]
     out = {}
-    for item in raw.split(","):
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"forecaster_options: expected key=value[,key=value...], got {raw!r}")
@@ -73,7 +74,7 @@ def _check_task(name: str, class_name: str) -> Callable[..., Task]:
         seed: int = 0,
         epsilon: float = DEFAULT_EPSILON,
         forecaster: str | None = None,
-        forecaster_options: dict[str, Any] | str | None = None,
+        forecaster_options: dict[str, Any] | list[str] | str | None = None,
     ) -> Task:
         return consistency_task([class_name], tuples, limit, seed, epsilon, forecaster, forecaster_options)
 
@@ -94,7 +95,7 @@ def all_checks_task(
     seed: int = 0,
     epsilon: float = DEFAULT_EPSILON,
     forecaster: str | None = None,
-    forecaster_options: dict[str, Any] | str | None = None,
+    forecaster_options: dict[str, Any] | list[str] | str | None = None,
 ) -> Task:
     """Consistency of the model's forecasts over every check (or ``checks``) in one task."""
     return consistency_task(split_checks(checks), tuples, limit, seed, epsilon, forecaster, forecaster_options)
