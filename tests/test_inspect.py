@@ -5,6 +5,7 @@ log and `cc export inspect` reproduce the task's metrics, and nothing imports in
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -235,3 +236,22 @@ def test_bad_task_parameters_stop_before_any_call():
         consistency_task(["neg"], tuples="/no/such/tuples")
     with pytest.raises(ValueError, match="expected key=value"):
         consistency_task(["neg"], limit=1, forecaster="cot", forecaster_options="oops")
+
+
+def test_inspects_openai_check_is_relaxed_for_the_pinned_release_only(monkeypatch):
+    import openai
+    from inspect_ai._util.error import PrerequisiteError
+    from inspect_ai.model._providers import providers
+
+    from consistency.integrations.inspect.compat import PINNED_OPENAI, accept_pinned_openai
+
+    accept_pinned_openai()
+    accept_pinned_openai()  # idempotent: wrapped once
+    assert getattr(providers.validate_openai_client, "_consistency_wrapped", False)
+    for key in [k for k in os.environ if k.startswith("AZURE_OPENAI")]:
+        monkeypatch.delenv(key)
+    if openai.__version__ == PINNED_OPENAI:
+        providers.validate_openai_client("OpenAI API")  # accepted
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", "x")
+        with pytest.raises(PrerequisiteError, match=r"3\.4\.0"):  # Azure keeps inspect's own check
+            providers.validate_openai_client("OpenAI API")
