@@ -56,11 +56,11 @@ class _Memo:
         future = self._answers.get(key)
         if future is None:
             future = self._answers[key] = asyncio.ensure_future(make())
-            future.add_done_callback(lambda f: f.cancelled() or f.exception() is None or self._forget(key, f))
+            future.add_done_callback(lambda f: (f.cancelled() or f.exception() is not None) and self._forget(key, f))
         return await asyncio.shield(future)  # one sample's cancellation must not cancel the others' call
 
     def _forget(self, key: str, future: asyncio.Future[Answer]) -> None:
-        if self._answers.get(key) is future:  # an error is not an answer: the next asker tries again
+        if self._answers.get(key) is future:  # an error (or a cancelled call) is not an answer: ask again
             del self._answers[key]
 
 
