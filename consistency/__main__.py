@@ -27,6 +27,7 @@ COMMANDS = (
     "arbitrage",
     "report",
     "attack",
+    "export",
     "version",
 )
 

@@ -56,6 +56,7 @@ app.lazy("batches", "batches_cmd:batches")
 app.lazy("arbitrage", "arbitrage_cmd:app")
 app.lazy("report", "report_cmd:report")
 app.lazy("attack", "attack_cmd:attack_cmd")
+app.lazy("export", "export_cmd:app")
 
 
 @app.command("version")

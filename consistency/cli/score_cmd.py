@@ -21,7 +21,8 @@ def score(
         list[Path],
         typer.Argument(
             help="Forecast files or directories of <Checker>.jsonl files; several directories (or a directory of "
-            "them) are scored one by one into OUT/<directory name>/."
+            "them) are scored one by one into OUT/<directory name>/. An inspect log (.eval/.json of a "
+            "consistency/... task; needs the [inspect] extra) is turned into forecast files and scored."
         ),
     ],
     out_dir: Annotated[
@@ -50,6 +51,8 @@ def score(
     from ..paths import new_run_dir
 
     params = ScoreParams(epsilon=epsilon, bootstrap=bootstrap, seed=seed)
+    if _score_inspect_log(paths, out_dir, params, check, as_json):
+        return
     try:
         runs = run_directories(paths)
     except ScoringError as exc:
@@ -76,6 +79,41 @@ def score(
     if not any(f.line_numbers for f in report.files):
         err.print("[red]no line could be scored[/red]")
         raise typer.Exit(1)
+
+
+def _score_inspect_log(
+    paths: list[Path], out_dir: Path | None, params: ScoreParams, check: str | None, as_json: bool
+) -> bool:
+    """An inspect log: its answers as our forecast files, scored into OUT; False when PATHS hold no log."""
+    from ..integrations.inspect.logs import is_inspect_log  # file names and first bytes only: no inspect import
+
+    logs = [p for p in paths if is_inspect_log(p)]
+    if not logs:
+        return False
+    if len(paths) > 1:
+        err.print("[red]error[/red] give one inspect log at a time (score forecast files in another command)")
+        raise typer.Exit(2)
+    from ..integrations.inspect.logs import score_log
+    from ..metrics.forecast_files import ScoringError
+    from ..paths import new_run_dir
+
+    log = logs[0]
+    target = out_dir or new_run_dir(f"score_{log.stem}")
+    try:
+        report = score_log(log, target, params, check)
+    except (ScoringError, KeyError, OSError, ValueError) as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    if as_json:
+        out.print_json(json.dumps(report.summary()))
+    else:
+        out.print(render_table(report))
+    _report_errors(report)
+    err.print(f"results written to [bold]{escape(str(target))}[/bold]")
+    if not any(f.line_numbers for f in report.files):
+        err.print("[red]no line could be scored[/red]")
+        raise typer.Exit(1)
+    return True
 
 
 def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str | None, as_json: bool) -> None:

@@ -1,0 +1,38 @@
+"""``cc export inspect``: a ``cc`` run as an inspect log, for inspect's viewer (``inspect view``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .console import err, escape, fmt, out, pct
+
+app = typer.Typer(help="Write a run in another tool's format.", no_args_is_help=True)
+
+
+@app.command("inspect")
+def inspect_log(
+    run: Annotated[Path, typer.Argument(help="A run directory (or any directory of <Checker>.jsonl forecast files).")],
+    output: Annotated[Path, typer.Option("--out", "-o", help="The log to write: LOG.eval or LOG.json.")],
+    epsilon: Annotated[
+        float, typer.Option(help="Forecasts of exactly 0 or 1 are moved to ε / 1-ε for arbitrage.")
+    ] = 1e-3,
+) -> None:
+    """Write RUN's forecasts as an inspect log of task consistency/all, scored as the inspect task scores."""
+    from ..files import DetectionError
+    from ..integrations.inspect.logs import export_run
+    from ..metrics.forecast_files import ScoreParams, ScoringError
+
+    try:
+        metrics = export_run(run, output, ScoreParams(epsilon=epsilon))
+    except (ScoringError, DetectionError, KeyError, OSError, ValueError) as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    out.print(
+        f"{int(metrics['scored'])} tuples: arbitrage avg {fmt(metrics.get('arbitrage_mean'))}, "
+        f"violated {pct(metrics.get('arbitrage_violated'))}; frequentist avg {fmt(metrics.get('frequentist_mean'))}, "
+        f"violated {pct(metrics.get('frequentist_violated'))}"
+    )
+    err.print(f"inspect log written to [bold]{escape(str(output))}[/bold] (open it with `inspect view`)")

@@ -1,0 +1,298 @@
+"""inspect logs to and from ``cc`` files.
+
+:func:`score_log` (``cc score LOG.eval``) turns a log of a ``consistency/...`` task into our
+per-check forecast files and scores them as ``cc score`` scores any forecasts: the numbers equal the
+task's metrics. :func:`export_run` (``cc export inspect RUN_DIR``) writes a ``cc`` run as an inspect
+log for inspect's viewer. inspect_ai is imported inside the functions, so ``cc`` needs the
+``[inspect]`` extra only when given a log.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...checks import all_checks, get_check
+from ...jsonl import LineError, atomic_write, dump_line
+from ...metrics.forecast_files import ScoreParams, ScoreReport, ScoringError, score_path, write_report, write_stats
+from .answers import Answer
+from .dataset import ANSWERS_KEY
+
+#: The name our scorer has in a log's sample scores.
+SCORER = "consistency_scorer"
+_SUFFIXES = (".eval", ".json")
+
+
+class InspectLogError(ScoringError):
+    """A file that is not a readable log of a ``consistency/...`` task (one sentence saying why)."""
+
+
+def local_path(path: str | Path) -> Path:
+    """A path as given, or the file a ``file://`` URI names (inspect prints log locations as URIs)."""
+    text = str(path)
+    if text.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return Path(unquote(urlparse(text.replace("file:/", "file:///", 1) if "://" not in text else text).path))
+    return Path(path)
+
+
+def is_inspect_log(path: str | Path) -> bool:
+    """An inspect log by its name and first bytes; never imports inspect_ai."""
+    path = local_path(path)
+    if not path.is_file() or path.suffix not in _SUFFIXES:
+        return False
+    if path.suffix == ".eval":
+        return True
+    with path.open("rb") as fh:
+        head = fh.read(4096)
+    return head.lstrip().startswith(b"{") and b'"eval"' in head and b'"version"' in head
+
+
+def _require_inspect() -> None:
+    try:
+        import inspect_ai  # noqa: F401
+    except ImportError:
+        raise InspectLogError("reading an inspect log needs inspect_ai: pip install 'consistency[inspect]'") from None
+
+
+@dataclass
+class LogForecasts:
+    """What a log held: forecast files written, samples that could not be scored, and where it came from."""
+
+    files: list[Path] = field(default_factory=list)
+    failures: dict[str, list[LineError]] = field(default_factory=lambda: defaultdict(list))  # by check class name
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> list[LineError]:
+        return [e for errors in self.failures.values() for e in errors]
+
+
+def write_forecasts(log_path: str | Path, out_dir: str | Path) -> LogForecasts:
+    """``<Checker>.jsonl`` forecast lines, one per scored sample, into ``out_dir``.
+
+    A sample without a usable answer for every field (a malformed answer, or an error that stopped
+    it) is not a line: it is returned as a :class:`LineError` naming the tuple's source line and why.
+    """
+    _require_inspect()
+    from inspect_ai.log import read_eval_log
+
+    log_path = local_path(log_path)
+    try:
+        log = read_eval_log(str(log_path))
+    except Exception as exc:  # inspect raises many kinds for an unreadable file
+        raise InspectLogError(f"{log_path}: not a readable inspect log ({type(exc).__name__}: {exc})") from None
+    if not log.samples:
+        raise InspectLogError(f"{log_path}: the log holds no samples (status {log.status})")
+    lines: dict[str, list[tuple[int, int, dict[str, Any]]]] = defaultdict(list)
+    result = LogForecasts(info=_log_info(log, log_path))
+    for position, sample in enumerate(log.samples, 1):
+        meta = sample.metadata or {}
+        if "check" not in meta or "questions" not in meta:
+            raise InspectLogError(
+                f"{log_path}: sample {sample.id} is not a consistency tuple (no check in its metadata)"
+            )
+        check = get_check(meta["check"])
+        line = int(meta.get("line", position))
+        source = str(meta.get("source", log_path))
+        answers = _answers(sample)
+        problems = {
+            f: (answers[f].error if f in answers else None) or "not asked"
+            for f in check.field_names
+            if f not in answers or not answers[f].ok
+        }
+        if sample.error is not None and not problems:
+            problems = dict.fromkeys(check.field_names, f"the sample failed: {sample.error.message}")
+        if problems:
+            result.failures[check.class_name] += [
+                LineError(source, line, f, f"no forecast: {why}") for f, why in problems.items()
+            ]
+            lines.setdefault(check.class_name, [])  # the check is still part of the run
+            continue
+        entry = {
+            f: {
+                "question": meta["questions"][f],
+                "forecast": {"prob": answers[f].prob, "metadata": _forecast_metadata(answers[f], sample)},
+            }
+            for f in check.field_names
+        }
+        lines[check.class_name].append((line, sample.epoch, {"line": entry}))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for check in all_checks():
+        if check.class_name not in lines:
+            continue
+        target = out / f"{check.class_name}.jsonl"
+        with atomic_write(target) as fh:
+            for _, _, obj in sorted(lines[check.class_name], key=lambda item: item[:2]):
+                fh.write(dump_line(obj))
+        result.files.append(target)
+    return result
+
+
+def _answers(sample: Any) -> dict[str, Answer]:
+    score = (sample.scores or {}).get(SCORER)
+    recorded = (score.metadata or {}).get("answers") if score is not None else None
+    if recorded is None:
+        recorded = (sample.store or {}).get(ANSWERS_KEY, {})
+    return {f: Answer.model_validate(a) for f, a in recorded.items()}
+
+
+def _forecast_metadata(answer: Answer, sample: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"inspect_sample": sample.id, "inspect_epoch": sample.epoch}
+    if answer.reasoning is not None:
+        out["reasoning"] = answer.reasoning
+    return out
+
+
+def _log_info(log: Any, path: Path) -> dict[str, Any]:
+    return {
+        "log": str(path),
+        "task": log.eval.task,
+        "model": log.eval.model,
+        "status": log.status,
+        "created": log.eval.created,
+        "task_args": log.eval.task_args,
+    }
+
+
+def score_log(
+    log_path: str | Path, out_dir: str | Path, params: ScoreParams | None = None, check: str | None = None
+) -> ScoreReport:
+    """Score a log's answers as ``cc score`` scores forecast files, writing the same outputs into ``out_dir``."""
+    params = params or ScoreParams()
+    log_path = local_path(log_path)
+    with tempfile.TemporaryDirectory(prefix="cc-inspect-") as tmp:
+        found = write_forecasts(log_path, tmp)
+        if not found.files:
+            raise InspectLogError(f"{log_path}: no sample of the log has a forecast for every field")
+        report = score_path(Path(tmp), params, check)
+        by_check = {f.check.class_name: f for f in report.files}
+        for name, errors in found.failures.items():
+            if name in by_check:
+                by_check[name].errors.extend(errors)
+        report.inputs = [str(log_path)]
+        write_report(report, out_dir)
+        for scored in report.files:  # the files named in summaries are the log, not the temporary copies
+            scored.path = Path(str(log_path))
+        write_stats(report, Path(out_dir), report.summary() | {"inspect": found.info})
+    return report
+
+
+def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | None = None) -> dict[str, float]:
+    """Write the forecasts of a ``cc`` run (any directory of ``<Checker>.jsonl`` forecast files) as an
+    inspect log at ``target`` (``.eval`` or ``.json``), scored as the inspect task scores; returns its metrics."""
+    _require_inspect()
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalMetric,
+        EvalResults,
+        EvalSample,
+        EvalScore,
+        EvalSpec,
+        write_eval_log,
+    )
+
+    from ...files import FileKind, detect, validate_lines
+    from ...metrics.forecast_files import forecast_files
+    from ...models import ForecastLine
+    from .dataset import describe, tuple_metadata
+    from .scorer import check_metrics, tuple_score
+
+    params = params or ScoreParams()
+    run = Path(run_dir)
+    target = Path(target)
+    if target.suffix not in _SUFFIXES:
+        raise InspectLogError(f"{target}: an inspect log ends in .eval or .json")
+    samples, rows, skipped = [], [], 0
+    for path in forecast_files([run]):
+        info = detect(path)
+        if info.kind is not FileKind.FORECASTS or info.check is None:
+            raise InspectLogError(f"{path}: holds {info.kind}, not forecast lines")
+        check = info.check
+        for number, item in validate_lines(info):
+            if not isinstance(item, ForecastLine):
+                skipped += 1
+                continue
+            questions = {f: item.line[f].question for f in check.field_names}
+            answers = {
+                f: Answer(prob=item.line[f].forecast.prob, reasoning=_reasoning(item.line[f].forecast.metadata))
+                for f in check.field_names
+            }
+            score = tuple_score(check.class_name, answers, params)
+            rows.append((check.class_name, score.value))
+            samples.append(
+                EvalSample(
+                    id=f"{check.class_name}:{number}",
+                    epoch=1,
+                    input=describe(check.name, questions),
+                    target="",
+                    metadata=tuple_metadata(check.class_name, number, str(path), questions),
+                    scores={SCORER: score},
+                    store={ANSWERS_KEY: {f: a.model_dump() for f, a in answers.items()}},
+                )
+            )
+    if not samples:
+        raise InspectLogError(f"{run}: no forecast line to export")
+    metrics = check_metrics(rows, params)
+    meta = _run_meta(run)
+    log = EvalLog(
+        status="success",
+        eval=EvalSpec(
+            created=meta.get("created") or _now(),
+            task="consistency/all",
+            dataset=EvalDataset(name=str(run), samples=len(samples)),
+            model=f"cc/{meta.get('label') or run.name}",
+            config=EvalConfig(),
+            task_args={"tuples": str(run), "epsilon": params.epsilon},
+            metadata={
+                "consistency": {"exported_from": str(run), "forecaster": meta.get("forecaster"), "skipped": skipped}
+            },
+        ),
+        results=EvalResults(
+            total_samples=len(samples),
+            completed_samples=len(samples),
+            scores=[
+                EvalScore(
+                    name=SCORER,
+                    scorer=SCORER,
+                    metrics={k: EvalMetric(name=k, value=v) for k, v in metrics.items()},
+                )
+            ],
+        ),
+        samples=samples,
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_eval_log(log, str(target))
+    return metrics
+
+
+def _reasoning(metadata: Any) -> str | None:
+    if isinstance(metadata, dict) and isinstance(metadata.get("reasoning"), str):
+        return metadata["reasoning"]
+    return None
+
+
+def _run_meta(run: Path) -> dict[str, Any]:
+    """What run.json says of the forecaster (when the directory is a ``cc evaluate`` run)."""
+    import json
+
+    try:
+        meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    forecaster = meta.get("forecaster") if isinstance(meta, dict) else None
+    label = forecaster.get("label") if isinstance(forecaster, dict) else None
+    return {"created": meta.get("created"), "forecaster": forecaster, "label": label}
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
