@@ -53,6 +53,7 @@ app.lazy("cache", "cache_cmd:app")
 app.lazy("batches", "batches_cmd:batches")
 app.lazy("arbitrage", "arbitrage_cmd:app")
 app.lazy("report", "report_cmd:report")
+app.lazy("diff", "diff_cmd:diff")
 
 
 @app.command("version")
