@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 from consistency import Forecast, Forecaster
 from consistency.cli import app
 from consistency.evaluation import evaluate
-from consistency.evaluation.diff import diff_runs
+from consistency.metrics.run_diff import diff_runs
 from consistency.jsonl import iter_json_lines
 from consistency.metrics.forecast_files import score_forecasts
-from consistency.metrics.paired import paired_diff, sign_test
+from consistency.metrics.paired import paired_diff, sign_test, wilcoxon_test
 from consistency.testing import probability_for
 
 runner = CliRunner()
@@ -138,6 +138,20 @@ def test_paired_math_equals_hand_computations():
     # groups weigh the same, whatever their size
     g = paired_diff([np.zeros(2), np.zeros(8)], [np.ones(2), np.zeros(8)], resamples=200)
     assert g.diff == pytest.approx(0.5) and g.n == 10
+
+
+def test_the_tests_agree_with_scipy():
+    from scipy.stats import binomtest, wilcoxon
+
+    rng = np.random.default_rng(0)
+    for n in (1, 3, 10, 50, 51, 400, 5000):
+        d = rng.normal(0.1, 1.0, n)
+        assert wilcoxon_test(d) == pytest.approx(wilcoxon(d, zero_method="wilcox").pvalue, abs=1e-9)
+        tied = np.round(d, 1)[np.round(d, 1) != 0]
+        if n > 50:  # ties: the normal approximation with the tie correction
+            assert wilcoxon_test(tied) == pytest.approx(wilcoxon(tied, zero_method="wilcox").pvalue, abs=1e-9)
+    for better, worse in ((0, 5), (3, 7), (10, 10), (100, 140), (4000, 4200)):
+        assert sign_test(better, worse) == pytest.approx(binomtest(better, better + worse).pvalue, abs=1e-9)
 
 
 def test_bad_input_is_one_sentence(tmp_path):

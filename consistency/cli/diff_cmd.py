@@ -33,14 +33,11 @@ def diff(
 ) -> None:
     """Compare two runs on the tuples (or resolved questions) both scored: mean violation (or Brier score) of
     each, the paired difference B − A with a bootstrap interval and a paired test, and what changed most."""
-    from ..evaluation.diff import diff_runs
-    from ..evaluation.rundir import RunDirError
+    from ..metrics.run_diff import diff_runs
 
     try:
-        result = diff_runs(
-            run_a, run_b, metric=metric, resamples=bootstrap, seed=seed, level=level, test=test, top=top
-        )
-    except (RunDirError, ValueError, OSError) as exc:
+        result = diff_runs(run_a, run_b, metric=metric, resamples=bootstrap, seed=seed, level=level, test=test, top=top)
+    except (ValueError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     worse = result.worse()

@@ -2,7 +2,7 @@
 
 Runs are paired on the items both scored: tuples by their questions' ids, check by check (a note
 says so when the two runs' benchmarks differ), resolved questions by id. The math is in
-:mod:`consistency.metrics.paired`; this module reads the run directories and names what changed.
+:mod:`.paired`; this module reads the run directories and names what changed.
 """
 
 from __future__ import annotations
@@ -16,12 +16,16 @@ import numpy as np
 
 from ..checks import get_check
 from ..jsonl import LineError, iter_json_lines
-from ..metrics.forecast_files import METRICS, ScoreParams, is_checker_file, score_forecasts
-from ..metrics.paired import PairedDiff, paired_diff
-from .rundir import RUN_FILE, RunDirError
+from .forecast_files import METRICS, ScoreParams, is_checker_file, score_forecasts
+from .paired import PairedDiff, paired_diffs
 
 GROUND_TRUTH = "ground_truth_results.jsonl"
+RUN_FILE = "run.json"
 TESTS = ("wilcoxon", "sign")
+
+
+class DiffInputError(ValueError):
+    """A path that is not a run directory (or two runs that cannot be paired)."""
 
 
 @dataclass
@@ -123,14 +127,14 @@ def read_run_scores(path: str | Path, metric: str = "default") -> RunScores:
     """A run directory's per-item scores: violations of ``metric`` per check, or Brier per question."""
     root = Path(path)
     if not root.is_dir():
-        raise RunDirError(f"{root}: no such run directory")
+        raise DiffInputError(f"{root}: no such run directory")
     meta = _meta(root)
     if (root / GROUND_TRUTH).is_file():
         items, skipped = _ground_truth(root / GROUND_TRUTH)
         return RunScores(root, "ground_truth", {"Brier": items}, meta, skipped)
     files = sorted(p for p in root.glob("*.jsonl") if is_checker_file(p))
     if not files:
-        raise RunDirError(f"{root}: neither <Checker>.jsonl files nor {GROUND_TRUTH}; not a run directory")
+        raise DiffInputError(f"{root}: neither <Checker>.jsonl files nor {GROUND_TRUTH}; not a run directory")
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
     params = ScoreParams.model_validate(meta.get("parameters") or {})
@@ -161,11 +165,10 @@ def diff_runs(
     ra = a if isinstance(a, RunScores) else read_run_scores(a, metric)
     rb = b if isinstance(b, RunScores) else read_run_scores(b, metric)
     if ra.kind != rb.kind:
-        raise ValueError(f"{ra.path} is a {ra.kind} run and {rb.path} a {rb.kind} run: nothing to pair")
+        raise DiffInputError(f"{ra.path} is a {ra.kind} run and {rb.path} a {rb.kind} run: nothing to pair")
     notes = []
     if ra.kind == "consistency" and ra.fingerprint != rb.fingerprint:
         notes.append("the runs' benchmarks differ (fingerprints): compared on the tuples both share by id")
-    groups: dict[str, PairedDiff] = {}
     pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
     for name in [g for g in ra.groups if g in rb.groups]:
         ia, ib = ra.groups[name], rb.groups[name]
@@ -173,14 +176,13 @@ def diff_runs(
         only_a, only_b = len(ia.ids) - len(idx_a), len(ib.ids) - len(idx_b)
         if only_a or only_b:
             notes.append(f"{name}: {len(idx_a)} shared, {only_a} only in A, {only_b} only in B (left out)")
-        sa, sb = ia.score[idx_a], ib.score[idx_b]
-        pairs[name] = (sa, sb, idx_a, idx_b)
-        groups[name] = paired_diff(sa, sb, resamples=resamples, seed=seed, level=1 - level)
+        pairs[name] = (ia.score[idx_a], ib.score[idx_b], idx_a, idx_b)
     for name in sorted(set(ra.groups) ^ set(rb.groups)):
         notes.append(f"{name}: only in {'A' if name in ra.groups else 'B'} (left out)")
-    overall = paired_diff(
+    each, overall = paired_diffs(
         [p[0] for p in pairs.values()], [p[1] for p in pairs.values()], resamples=resamples, seed=seed, level=1 - level
     )
+    groups = dict(zip(pairs, each, strict=True))
     changed = _most_changed(ra, rb, pairs, top)
     return DiffResult(ra, rb, metric, groups, overall, changed, notes, level, test)
 
@@ -231,7 +233,7 @@ def _meta(root: Path) -> dict[str, Any]:
     try:
         return json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise RunDirError(f"{file}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        raise DiffInputError(f"{file}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
 
 
 def _checker_file(path: Path, metric: str, params: ScoreParams) -> tuple[Items, list[LineError]]:
