@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from consistency.checks import all_checks
-from consistency.metrics.run_diff import diff_runs
 from consistency.metrics.forecast_files import score_forecasts
+from consistency.metrics.run_diff import diff_runs
 
 
 def write_run(root: Path, probs: dict[str, np.ndarray], fingerprint: str) -> None:

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 from consistency import Forecast, Forecaster
 from consistency.cli import app
 from consistency.evaluation import evaluate
-from consistency.metrics.run_diff import diff_runs
 from consistency.jsonl import iter_json_lines
 from consistency.metrics.forecast_files import score_forecasts
 from consistency.metrics.paired import paired_diff, sign_test, wilcoxon_test
+from consistency.metrics.run_diff import diff_runs
 from consistency.testing import probability_for
 
 runner = CliRunner()
@@ -159,3 +159,30 @@ def test_bad_input_is_one_sentence(tmp_path):
     assert res.exit_code == 2 and "no such run directory" in res.output
     res = runner.invoke(app, ["diff", str(tmp_path), str(tmp_path)])
     assert res.exit_code == 2 and "not a run directory" in res.output
+
+
+def test_evaluate_max_violation_gate_exits_1_after_writing_the_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f.py").write_text(
+        "from consistency import Forecaster, Forecast\n\n"
+        "class Always(Forecaster):\n"
+        "    def __init__(self, p: float = 0.5):\n"
+        "        self.p = p\n\n"
+        "    async def forecast(self, question):\n"
+        "        return Forecast(prob=self.p)\n"
+    )
+    base = ["evaluate", "-f", "f.py::Always", "-F", "p=0.8", "-c", "neg,para", "-n", "3"]
+    # NEGATION: 0.8 + 0.8 != 1 (violated); PARAPHRASE: 0.8 = 0.8 (no violation); the mean is half NEGATION's
+    res = runner.invoke(app, [*base, "-o", "one", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "one" / "summary.json").read_text())
+    neg = summary["checks"]["NegChecker"]["default"]["avg_violation"]
+    mean = summary["aggregate"]["default"]["avg_violation"]
+    assert neg > 0 and mean == pytest.approx(neg / 2)
+    res = runner.invoke(app, [*base, "-o", "two", "--max-violation", str(mean * 1.01)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, [*base, "-o", "three", "--max-violation", str(mean * 0.99)])
+    assert res.exit_code == 1 and "mean arbitrage violation of the mean over checks" in res.output
+    assert json.loads((tmp_path / "three" / "run.json").read_text())["status"] == "complete"  # written first
+    res = runner.invoke(app, [*base, "-o", "four", "--max-violation", str(mean * 1.01), "--check-level"])
+    assert res.exit_code == 1 and "NEGATION" in res.output and "PARAPHRASE" not in res.output.split("failed")[-1]

@@ -124,6 +124,16 @@ def evaluate_cmd(
             help="Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0).",
         ),
     ] = None,
+    max_violation: Annotated[
+        float | None,
+        typer.Option(
+            "--max-violation",
+            help="Exit 1 (after writing the run) when the mean arbitrage violation over checks is above this.",
+        ),
+    ] = None,
+    check_level: Annotated[
+        bool, typer.Option("--check-level", help="With --max-violation: hold every check to the limit, not the mean.")
+    ] = False,
     *,
     llm_settings: LLMSettings,
 ) -> None:
@@ -209,6 +219,15 @@ def evaluate_cmd(
     if total and failed == total:  # not "a few failed items": nothing at all to score
         err.print("[red]failed[/red]: no question got a forecast")
         raise typer.Exit(1)
+    if max_violation is not None and result.report is not None:
+        from ..metrics.gates import over_limit
+
+        over = over_limit(result.report, max_violation, per_check=check_level)
+        for name, value in over:
+            what = "the mean over checks" if name == "overall" else name
+            err.print(f"[red]failed[/red]: mean arbitrage violation of {what} {value:.4f} > {max_violation:g}")
+        if over:
+            raise typer.Exit(1)
 
 
 #: Options that change how a resumed run's remaining calls are made: the run's recorded value is kept
