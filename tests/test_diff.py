@@ -186,3 +186,16 @@ def test_evaluate_max_violation_gate_exits_1_after_writing_the_run(tmp_path, mon
     assert json.loads((tmp_path / "three" / "run.json").read_text())["status"] == "complete"  # written first
     res = runner.invoke(app, [*base, "-o", "four", "--max-violation", str(mean * 1.01), "--check-level"])
     assert res.exit_code == 1 and "NEGATION" in res.output and "PARAPHRASE" not in res.output.split("failed")[-1]
+
+
+def test_report_shows_the_diff_section(runs, tmp_path):
+    a, _, b = runs
+    page = tmp_path / "r.html"
+    res = runner.invoke(app, ["report", str(a), str(b), "--diff", "-o", str(page)])
+    assert res.exit_code == 0, res.output
+    html = page.read_text()
+    section = html[html.index('<section id="diff"') :]
+    assert section.index("</section>") < section.index("</main>")
+    assert '<tr class="worse"><td>NEGATION</td>' in section and "Changed most" in section
+    res = runner.invoke(app, ["report", str(a), "--diff", "-o", str(page)])
+    assert res.exit_code == 2 and "--diff compares two runs" in res.output
