@@ -54,13 +54,15 @@ def diff(
 
 
 def _print(result) -> None:
+    from rich import box
     from rich.table import Table
 
     what = "Brier score" if result.a.kind == "ground_truth" else f"{result.metric} violation"
     ci = f"{100 * (1 - result.level):g}% CI"
-    table = Table(title=f"B − A, mean {what} (lower is better)", title_justify="left")
-    for column in ("", "n", "A", "B", "B − A", ci, f"p ({result.test})", "better / worse / same", ""):
-        table.add_column(column, justify="left" if column == "" else "right")
+    title = f"mean {what} (lower is better), B − A, p of the paired {result.test} test"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("check", "n", "A", "B", "B − A", ci, "p", "better/worse/same", ""):
+        table.add_column(column, justify="left" if column in ("check", "") else "right")
     rows = [*result.groups.items(), ("overall", result.overall)]
     for name, d in rows:
         per_group = result.level / max(1, len(result.groups))
@@ -76,7 +78,7 @@ def _print(result) -> None:
             "-" if d.diff is None else f"{d.diff:+.4f}",
             interval,
             f"{d.p(result.test):.3g}",
-            f"{d.better} / {d.worse} / {d.same}",
+            f"{d.better}/{d.worse}/{d.same}",
             verdict,
         )
     out.print(f"A: {escape(str(result.a.path))} ({escape(result.a.label)})")

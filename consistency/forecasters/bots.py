@@ -46,6 +46,7 @@ TRIM = 2000
 def forecasting_tools() -> Any:
     """The library, imported on first use (with litellm's bundled cost map, no network fetch)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    _quiet("forecasting_tools", "LiteLLM", "litellm")
     try:
         import forecasting_tools as ft
     except ImportError as exc:
@@ -54,6 +55,18 @@ def forecasting_tools() -> Any:
             f"{EXTRA!r} extra: {INSTALL}"
         ) from None
     return ft
+
+
+def _quiet(*names: str) -> None:
+    """The library warns at import and per call about things a consistency run does not use (no
+    Metaculus token, models without cost tracking); keep its loggers to errors unless the user asked
+    for the library's logs (``cc -V``) or configured those loggers."""
+    if logging.getLogger().getEffectiveLevel() <= logging.INFO:
+        return
+    for name in names:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.ERROR)
 
 
 def is_bot(obj: Any) -> bool:
