@@ -26,6 +26,7 @@ COMMANDS = (
     "proxy",
     "arbitrage",
     "report",
+    "diff",
     "version",
 )
 
