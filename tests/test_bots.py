@@ -182,6 +182,10 @@ def test_the_librarys_template_bot_by_name_with_options():
     assert forecaster.bot.get_llm("researcher") == "no_research"
     assert forecaster.bot.publish_reports_to_metaculus is False
     assert forecaster.config() == {"predictions_per_research_report": 3, "llms": {"researcher": "no_research"}}
+    # an llms entry given as an object is the library's GeneralLlm
+    forecaster = load_forecaster("ft:TemplateBot", ['llms={"default": {"model": "openai/scripted", "temperature": 0}}'])
+    llm = forecaster.bot.get_llm("default")
+    assert type(llm).__name__ == "GeneralLlm" and llm.model == "openai/scripted"
 
 
 def test_the_python_api_takes_a_bot_instance(tmp_path, server):

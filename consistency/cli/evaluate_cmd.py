@@ -82,7 +82,8 @@ def evaluate_cmd(
             "--forecaster",
             "-f",
             help="basic, cot, constant, uniform, crowd, replay, a model spec (gpt-4o, local: the basic "
-            "forecaster with that model), name:model (cot:gpt-4o), file.py::Class or package.module:Class.",
+            "forecaster with that model), name:model (cot:gpt-4o), file.py::Class or package.module:Class, "
+            "or a forecasting-tools bot: ft:bot.py::MyBot, ft:package.module:MyBot, ft:TemplateBot.",
         ),
     ] = "local",
     forecaster_option: Annotated[
