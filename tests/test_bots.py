@@ -217,3 +217,21 @@ def test_runs_without_a_bot_never_import_forecasting_tools(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "r")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_without_the_extra_ft_says_which_extra_to_install(tmp_path):
+    code = (
+        "import sys\n"
+        "sys.modules['forecasting_tools'] = None  # as if the bots extra were not installed\n"
+        "from typer.testing import CliRunner\n"
+        "from consistency.cli import app\n"
+        "res = CliRunner().invoke(app, ['evaluate', '-f', 'ft:TemplateBot', '-n', '1'])\n"
+        "print(res.exit_code, res.output)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    said = " ".join(done.stdout.split())
+    assert said.startswith("2 "), done.stdout + done.stderr
+    assert (
+        "ft: forecasters need forecasting-tools" in said
+        and "install the 'bots' extra: pip install -e \".[bots]\"" in said
+    )
