@@ -235,3 +235,26 @@ def test_without_the_extra_ft_says_which_extra_to_install(tmp_path):
         "ft: forecasters need forecasting-tools" in said
         and "install the 'bots' extra: pip install -e \".[bots]\"" in said
     )
+
+
+def test_a_run_stopped_by_a_failing_bot_resumes_once_the_bot_is_fixed(tmp_path, server, monkeypatch):
+    bot = tmp_path / "flaky.py"
+    bot.write_text(
+        f"import os, sys\nsys.path.insert(0, {str(BOT.parent)!r})\n"
+        "from scripted_bot import ScriptedBot\n\n"
+        "class FlakyBot(ScriptedBot):\n"
+        "    async def _run_forecast_on_binary(self, question, research):\n"
+        "        if os.environ.get('BOT_BROKEN'):\n"
+        "            raise KeyError('settings')\n"
+        "        return await super()._run_forecast_on_binary(question, research)\n"
+    )
+    monkeypatch.setenv("BOT_BROKEN", "1")
+    res, run = evaluate("--forecaster", f"ft:{bot}::FlakyBot", "-F", NO_SUMMARY, "--concurrency", "1")
+    assert res.exit_code == 1 and "raised the same error" in res.output
+    monkeypatch.delenv("BOT_BROKEN")
+    res = runner.invoke(app, ["evaluate", "--resume", str(run)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["questions"]["failed"] == 0 and json.loads((run / "run.json").read_text())["status"] == "complete"
+    line = lines(run / "NegChecker.jsonl")[0]["line"]["P"]
+    assert line["forecast"]["prob"] == probability_for(line["question"]["title"])
