@@ -25,6 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..llm.secrets import redact
 from ..models import Forecast, ForecastingQuestion
 from .base import Forecaster, note_call
 from .loading import ForecasterSpecError
@@ -188,7 +189,8 @@ class BotForecaster(Forecaster):
         cls = type(self.bot)
         out = super().describe() | {"bot": f"{cls.__module__}:{cls.__qualname__}"}
         try:
-            out["bot_config"] = json.loads(json.dumps(self.bot.get_config(), default=str))
+            # the library leaves credentials out of its LLMs' dicts; a key anywhere else is scrubbed here
+            out["bot_config"] = json.loads(redact(json.dumps(self.bot.get_config(), default=str)))
         except Exception as exc:  # a bot's config is informative only
             out["bot_config"] = f"unavailable ({type(exc).__name__})"
         return out
