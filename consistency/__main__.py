@@ -28,6 +28,7 @@ COMMANDS = (
     "report",
     "attack",
     "export",
+    "diff",
     "version",
 )
 

@@ -57,6 +57,7 @@ app.lazy("arbitrage", "arbitrage_cmd:app")
 app.lazy("report", "report_cmd:report")
 app.lazy("attack", "attack_cmd:attack_cmd")
 app.lazy("export", "export_cmd:app")
+app.lazy("diff", "diff_cmd:diff")
 
 
 @app.command("version")

@@ -84,7 +84,8 @@ def evaluate_cmd(
             "-f",
             help="basic, cot, constant, uniform, crowd, replay; a model (local, gpt-4o, openai/NAME, "
             "openrouter/VENDOR/NAME, URL::NAME: the basic forecaster with it); name:model (cot:gpt-4o); "
-            "arbitrage:SPEC (SPEC arbitraged, -F checks=neg,cond); file.py::Class or package.module:Class.",
+            "arbitrage:SPEC (SPEC arbitraged, -F checks=neg,cond); file.py::Class or package.module:Class; "
+            "a forecasting-tools bot: ft:bot.py::MyBot, ft:package.module:MyBot, ft:TemplateBot.",
         ),
     ] = "local",
     forecaster_option: Annotated[
@@ -126,6 +127,16 @@ def evaluate_cmd(
             help="Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0).",
         ),
     ] = None,
+    max_violation: Annotated[
+        float | None,
+        typer.Option(
+            "--max-violation",
+            help="Exit 1 (after writing the run) when the mean arbitrage violation over checks is above this.",
+        ),
+    ] = None,
+    check_level: Annotated[
+        bool, typer.Option("--check-level", help="With --max-violation: hold every check to the limit, not the mean.")
+    ] = False,
     *,
     llm_settings: LLMSettings,
 ) -> None:
@@ -226,6 +237,15 @@ def evaluate_cmd(
             "a ground-truth run scores resolved questions only (resolve them with cc questions resolve)"
         )
         raise typer.Exit(ExitCode.FAILED)
+    if max_violation is not None and result.report is not None:
+        from ..metrics.gates import over_limit
+
+        over = over_limit(result.report, max_violation, per_check=check_level)
+        for name, value in over:
+            what = "the mean over checks" if name == "overall" else name
+            err.print(f"[red]failed[/red]: mean arbitrage violation of {what} {value:.4f} > {max_violation:g}")
+        if over:
+            raise typer.Exit(ExitCode.FAILED)
 
 
 #: Options that change how a resumed run's remaining calls are made: the run's recorded value is kept

@@ -25,6 +25,9 @@ def report(
         Path | None, typer.Option("--png", help="Also write every figure into this directory as PNG and SVG.")
     ] = None,
     title: Annotated[str | None, typer.Option("--title", help="The page's title.")] = None,
+    diff: Annotated[
+        bool, typer.Option("--diff", help="Add a section comparing the second PATH to the first, as `cc diff`.")
+    ] = False,
 ) -> None:
     """Write an HTML report: summary, consistency, accuracy and (for several runs) comparison, with figures."""
     import time
@@ -40,6 +43,8 @@ def report(
     except (ReportInputError, ScoringError, ScoreInputError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
+    if diff:
+        _add_diff(paths, result.path)
     for run in result.runs:
         problems = []
         if run.n_failures:
@@ -54,3 +59,18 @@ def report(
     out.print(
         f"report written to [bold]{escape(str(result.path))}[/bold] ({result.size / 1e6:.2f} MB, {seconds:.1f} s)"
     )
+
+
+def _add_diff(paths: list[str], page: Path) -> None:
+    from ..metrics.run_diff import diff_runs
+    from ..report.diff_section import add_to_report, diff_html
+
+    if len(paths) != 2:
+        err.print(f"[red]error[/red] --diff compares two runs; {len(paths)} PATH(s) given")
+        raise typer.Exit(2)
+    a, b = (p.split("=", 1)[1] if "=" in p and not Path(p).exists() else p for p in paths)
+    try:
+        add_to_report(page, diff_html(diff_runs(a, b)))
+    except (ValueError, OSError) as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None

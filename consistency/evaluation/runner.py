@@ -41,9 +41,9 @@ def start_run(
     meta: dict[str, Any],
 ) -> tuple[Forecaster, RunDir]:
     """Build the forecaster and create its run directory, recording how to rebuild both on resume."""
-    spec = forecaster if isinstance(forecaster, str) else _spec_of(forecaster)
     loaded = load_forecaster(forecaster, forecaster_options)
     check_keys(loaded.config())
+    spec = forecaster if isinstance(forecaster, str) else _spec_of(loaded)
     run = RunDir(out or new_run_dir(f"{loaded.label}_{name}"))
     run.create(
         {
@@ -234,5 +234,7 @@ def _score_set(root: Path, ts: TupleSet, set_keys, done, params: ScoreParams) ->
 
 
 def _spec_of(forecaster: Forecaster) -> str:
+    if isinstance(getattr(forecaster, "spec", None), str):  # e.g. a forecasting-tools bot: ft:module:Class
+        return forecaster.spec  # type: ignore[attr-defined]
     cls = type(forecaster)
     return cls.name or f"{cls.__module__}:{cls.__qualname__}"

@@ -4,8 +4,10 @@ Built-ins are selectable by name: ``basic``, ``cot``, ``constant``, ``uniform``,
 ``replay`` and ``arbitrage``; a bare model spec (``gpt-4o``, ``local``) means ``basic`` with that model.
 """
 
+from . import bots
 from .arbitrage import ArbitrageForecaster
 from .base import CallNote, Forecaster, ForecastError, ForecastOutcome, Occurrence, current_occurrence, note_call
+from .bots import BotForecaster
 from .crowd import CrowdForecaster, pool
 from .llm import BasicForecaster, CoTForecaster, ExtractedForecast, ForecastAnswer, LLMForecaster, forecast_messages
 from .loading import (
@@ -14,6 +16,7 @@ from .loading import (
     forecaster_names,
     load_forecaster,
     register_forecaster,
+    register_prefix,
     typed_options,
 )
 from .replay import ReplayForecaster
@@ -22,10 +25,12 @@ from .simple import ConstantForecaster, UniformForecaster
 for _cls in (BasicForecaster, CoTForecaster, ConstantForecaster, UniformForecaster, CrowdForecaster, ReplayForecaster):
     register_forecaster(_cls)
 register_forecaster(ArbitrageForecaster)
+register_prefix("ft", bots.bot_forecaster_class, bots.adapt)  # the library is imported only when used
 
 __all__ = [
     "ArbitrageForecaster",
     "BasicForecaster",
+    "BotForecaster",
     "CallNote",
     "CoTForecaster",
     "ConstantForecaster",
@@ -48,5 +53,6 @@ __all__ = [
     "note_call",
     "pool",
     "register_forecaster",
+    "register_prefix",
     "typed_options",
 ]

@@ -18,7 +18,7 @@ import json
 import re
 import sys
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,9 @@ def forecaster_names() -> list[str]:
 def forecaster_class(spec: str) -> tuple[type[Forecaster], dict[str, Any]]:
     """The class a spec names, and the options the spec itself implies (e.g. the model)."""
     text = spec.strip()
+    bot = _bot_spec(text)
+    if bot is not None:
+        return bot
     if "::" in text and text.split("::", 1)[0].endswith(".py"):
         path, _, name = text.partition("::")
         return _from_file(Path(path), name), {}
@@ -100,10 +103,42 @@ def hosted_model(text: str, within: str | None = None) -> str:
     )
 
 
+#: Spec prefixes whose classes come from elsewhere (``ft:`` → forecasting-tools bots, see ``.bots``).
+_PREFIXES: dict[str, Callable[[str], type[Forecaster]]] = {}
+#: Makers of forecasters from objects that are not one (a forecasting-tools bot instance); None: not theirs.
+_ADAPTERS: list[Callable[[Any], Forecaster | None]] = []
+
+
+def register_prefix(
+    prefix: str, classes: Callable[[str], type[Forecaster]], adapt: Callable[[Any], Forecaster | None] | None = None
+) -> None:
+    """Let ``PREFIX:rest`` specs name the class ``classes(rest)`` (``adapt`` wraps foreign objects)."""
+    _PREFIXES[prefix.lower()] = classes
+    if adapt is not None:
+        _ADAPTERS.append(adapt)
+
+
+def _bot_spec(text: str) -> tuple[type[Forecaster], dict[str, Any]] | None:
+    """A registered prefix's spec (``ft:...``), alone or as a wrapper's base (``arbitrage:ft:...``)."""
+    name, sep, rest = text.partition(":")
+    if sep and name.lower() in _PREFIXES:
+        return _PREFIXES[name.lower()](rest), {}
+    inner = rest.partition(":")[0].lower()
+    if sep and name.lower() in _REGISTRY and inner in _PREFIXES and ":" in rest:
+        return _REGISTRY[name.lower()], {"model": rest}
+    return None
+
+
 def load_forecaster(spec: str | Forecaster, options: Mapping[str, str] | Iterable[str] | None = None) -> Forecaster:
-    """Build the forecaster ``spec`` names; ``options`` as a mapping or ``key=value`` strings."""
+    """Build the forecaster ``spec`` names; ``options`` as a mapping or ``key=value`` strings.
+    A forecasting-tools bot instance is taken too (as :class:`~.bots.BotForecaster`)."""
     if isinstance(spec, Forecaster):
         return spec
+    if not isinstance(spec, str):
+        for adapt in _ADAPTERS:
+            adapted = adapt(spec)
+            if adapted is not None:
+                return adapted
     cls, implied = forecaster_class(spec)
     raw = dict(implied)
     raw.update(parse_options(options))

@@ -1,0 +1,94 @@
+"""``cc diff RUN_A RUN_B``: did run B get less consistent (or less accurate) than run A?"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .console import err, escape, fmt, out, print_skipped
+
+
+def diff(
+    run_a: Annotated[Path, typer.Argument(help="The reference run directory (e.g. the last run of main).")],
+    run_b: Annotated[Path, typer.Argument(help="The run to compare against it.")],
+    fail_if_worse: Annotated[
+        bool,
+        typer.Option(
+            "--fail-if-worse",
+            help="Exit 1 when B is significantly worse than A: overall at --level, or a check at --level / checks.",
+        ),
+    ] = False,
+    level: Annotated[float, typer.Option("--level", help="Significance level of the tests and the intervals.")] = 0.05,
+    test: Annotated[str, typer.Option("--test", help="Paired test deciding 'worse': wilcoxon or sign.")] = "wilcoxon",
+    metric: Annotated[
+        str, typer.Option("--metric", help="Violation compared: default (arbitrage), default_scaled or frequentist.")
+    ] = "default",
+    top: Annotated[int, typer.Option("--top", "-n", min=0, help="Tuples that changed most, shown with answers.")] = 5,
+    bootstrap: Annotated[int, typer.Option(help="Paired bootstrap resamples for the intervals.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Compare two runs on the tuples (or resolved questions) both scored: mean violation (or Brier score) of
+    each, the paired difference B − A with a bootstrap interval and a paired test, and what changed most."""
+    from ..metrics.run_diff import diff_runs
+
+    try:
+        result = diff_runs(run_a, run_b, metric=metric, resamples=bootstrap, seed=seed, level=level, test=test, top=top)
+    except (ValueError, OSError) as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    worse = result.worse()
+    if as_json:
+        out.print_json(json.dumps(result.to_dict()))
+    else:
+        _print(result)
+    for run in (result.a, result.b):
+        print_skipped(run.skipped, None, f"line(s) of {run.path} skipped")
+    if worse:
+        err.print(f"[red]worse[/red]: B is significantly worse than A on {', '.join(worse)}")
+    if fail_if_worse and worse:
+        raise typer.Exit(1)
+
+
+def _print(result) -> None:
+    from rich import box
+    from rich.table import Table
+
+    what = "Brier score" if result.a.kind == "ground_truth" else f"{result.metric} violation"
+    ci = f"{100 * (1 - result.level):g}% CI"
+    title = f"mean {what} (lower is better), B − A, p of the paired {result.test} test"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("check", "n", "A", "B", "B − A", ci, "p", "better/worse/same", ""):
+        table.add_column(column, justify="left" if column in ("check", "") else "right")
+    rows = [*result.groups.items(), ("overall", result.overall)]
+    for name, d in rows:
+        per_group = result.level / max(1, len(result.groups))
+        cut = result.level if name == "overall" else per_group
+        verdict = "[red]worse[/red]" if d.significantly_worse(cut, result.test) else ""
+        verdict = verdict or ("[green]better[/green]" if d.significantly_better(cut, result.test) else "")
+        interval = "-" if d.ci_low is None else f"[{d.ci_low:+.4f}, {d.ci_high:+.4f}]"
+        table.add_row(
+            escape(name) if name != "overall" else "[bold]overall[/bold]",
+            str(d.n),
+            fmt(d.mean_a),
+            fmt(d.mean_b),
+            "-" if d.diff is None else f"{d.diff:+.4f}",
+            interval,
+            f"{d.p(result.test):.3g}",
+            f"{d.better}/{d.worse}/{d.same}",
+            verdict,
+        )
+    out.print(f"A: {escape(str(result.a.path))} ({escape(result.a.label)})")
+    out.print(f"B: {escape(str(result.b.path))} ({escape(result.b.label)})")
+    for note in result.notes:
+        out.print(f"[yellow]note[/yellow]: {escape(note)}")
+    out.print(table)
+    if result.changed:
+        out.print("[bold]changed most[/bold]")
+    for c in result.changed:
+        out.print(f"  {escape(c.group)} {c.score_a:.4f} → {c.score_b:.4f} ({c.change:+.4f})")
+        for name, title, pa, pb in zip(c.fields, c.titles, c.probs_a, c.probs_b, strict=True):
+            out.print(f"    {escape(name)}: {pa:.3f} → {pb:.3f}  {escape(title)}")

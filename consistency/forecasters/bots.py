@@ -1,0 +1,387 @@
+"""forecasting-tools bots (Metaculus's ``ForecastBot`` subclasses) as forecasters: ``--forecaster ft:...``.
+
+``ft:bot.py::MyBot``, ``ft:package.module:MyBot`` or ``ft:TemplateBot`` (any bot the library exports)
+names a bot class; ``-F`` options go to its constructor. Each of our questions becomes the library's
+``BinaryQuestion`` and the bot runs its own research and binary forecast with its own settings; it
+never publishes. The library changes the process when imported (it patches asyncio with nest_asyncio,
+keeps class-level semaphores bound to the first event loop that uses them, sets litellm options
+globally), so it is imported here lazily, only when a bot is used, after asking litellm for its
+bundled cost map instead of a network fetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from ..llm.secrets import redact
+from ..models import Forecast, ForecastingQuestion
+from .base import Forecaster, note_call
+from .loading import ForecasterSpecError
+
+log = logging.getLogger(__name__)
+
+EXTRA = "bots"
+INSTALL = f'pip install -e ".[{EXTRA}]"'
+#: Bot settings that do not change an answer (left out of the cache key), and object addresses in reprs.
+_NOT_ANSWERS = frozenset(
+    {"metaculus_client", "publish_reports_to_metaculus", "folder_to_save_reports_to"}
+    | {"skip_previously_forecasted_questions"}
+)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+#: How much of a bot's reasoning and research a forecast's metadata keeps.
+TRIM = 2000
+
+
+def forecasting_tools() -> Any:
+    """The library, imported on first use (with litellm's bundled cost map, no network fetch)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    _quiet("forecasting_tools", "LiteLLM", "litellm")
+    try:
+        import forecasting_tools as ft
+    except ImportError as exc:
+        raise ForecasterSpecError(
+            f"ft: forecasters need forecasting-tools, which is not installed ({exc}); install the "
+            f"{EXTRA!r} extra: {INSTALL}"
+        ) from None
+    return ft
+
+
+def _quiet(*names: str) -> None:
+    """The library warns at import and per call about things a consistency run does not use (no
+    Metaculus token, models without cost tracking); keep its loggers to errors unless the user asked
+    for the library's logs (``cc -V``) or configured those loggers."""
+    if logging.getLogger().getEffectiveLevel() <= logging.INFO:
+        return
+    for name in names:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.ERROR)
+
+
+def is_bot(obj: Any) -> bool:
+    """Whether ``obj`` is a forecasting-tools bot (instance), without importing the library."""
+    return any(c.__name__ == "ForecastBot" and c.__module__.startswith("forecasting_tools") for c in type(obj).__mro__)
+
+
+def adapt(obj: Any) -> BotForecaster | None:
+    """A bot instance as a forecaster (what ``evaluate(MyBot())`` runs); None for anything else."""
+    return BotForecaster(obj) if is_bot(obj) else None
+
+
+def bot_class(spec: str) -> type:
+    """The ``ForecastBot`` subclass an ``ft:`` spec (without the prefix) names."""
+    ft = forecasting_tools()
+    text = spec.strip()
+    if "::" in text:
+        path, _, name = text.partition("::")
+        module = _import_file(Path(path))
+        where = path
+    elif ":" in text:
+        module_name, _, name = text.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ForecasterSpecError(f"cannot import {module_name}: {exc}") from None
+        where = module_name
+    else:
+        module, name, where = ft, text, "forecasting-tools"
+    obj = getattr(module, name, None)
+    if not (isinstance(obj, type) and issubclass(obj, ft.ForecastBot)):
+        known = ", ".join(library_bots(ft))
+        what = f"{where} has no bot {name!r}" if obj is None else f"{name!r} is not a ForecastBot subclass"
+        hint = f" (its bots: {known})" if module is ft else ""
+        raise ForecasterSpecError(f"ft:{spec}: {what}{hint}")
+    if inspect.isabstract(obj):
+        missing = ", ".join(sorted(obj.__abstractmethods__))
+        raise ForecasterSpecError(f"ft:{spec}: {name} is abstract; it must define {missing}")
+    return obj
+
+
+def _import_file(path: Path) -> Any:
+    """A bot's script as a module (once per process; its own name, so two scripts never clash)."""
+    if not path.is_file():
+        raise ForecasterSpecError(f"{path}: no such file")
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    name = f"consistency_bot_{path.stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ForecasterSpecError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise ForecasterSpecError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def library_bots(ft: Any) -> list[str]:
+    """The ready-made bots the library exports (its lazy exports of optional parts are not touched)."""
+    out = []
+    for name in sorted(n for n in dir(ft) if n.endswith("Bot")):
+        try:
+            obj = getattr(ft, name)
+        except Exception:
+            continue
+        if isinstance(obj, type) and issubclass(obj, ft.ForecastBot) and not inspect.isabstract(obj):
+            out.append(name)
+    return out
+
+
+def bot_forecaster_class(spec: str) -> type[BotForecaster]:
+    """A forecaster class for the bot ``spec`` names, whose options are the bot's constructor options."""
+    cls = bot_class(spec)
+    return type(f"ft_{cls.__name__}", (_SpecBot,), {"bot_class": cls, "name": f"ft_{cls.__name__}"})
+
+
+class BotForecaster(Forecaster):
+    """A forecasting-tools bot as a forecaster: ``BotForecaster(MyBot(llms=...))`` or ``BotForecaster(MyBot)``.
+
+    The bot's probability is the forecast; its reasoning and research (trimmed) go in the metadata.
+    A question the bot fails on (it raised, or too few of its predictions succeeded) is a failed item
+    with the bot's own exception as the reason. Forecasts are kept in the response cache, keyed by the
+    bot's code, configuration and the question, so an unchanged bot is not asked again.
+    """
+
+    name = "ft"
+
+    def __init__(self, bot: Any, **options: Any) -> None:
+        ft = forecasting_tools()
+        if isinstance(bot, type):
+            bot = make_bot(bot, options)
+        elif options:
+            raise ForecasterSpecError("options are for a bot class; pass them to the bot's constructor instead")
+        if not isinstance(bot, ft.ForecastBot):
+            raise ForecasterSpecError(f"{type(bot).__name__} is not a forecasting-tools ForecastBot")
+        bot.publish_reports_to_metaculus = False  # never, whatever the bot was built with
+        self.bot = bot
+
+    @property
+    def label(self) -> str:
+        return f"ft_{type(self.bot).__name__}"
+
+    @property
+    def spec(self) -> str:
+        """How ``--forecaster`` names this bot (what a resume rebuilds it from)."""
+        cls = type(self.bot)
+        return f"ft:{cls.__module__}:{cls.__qualname__}"
+
+    def config(self) -> dict[str, Any]:
+        """The bot's constructor options as given (what rebuilds it on resume)."""
+        return {k: v for k, v in super().config().items() if k != "bot"}
+
+    def describe(self) -> dict[str, Any]:
+        cls = type(self.bot)
+        out = super().describe() | {"bot": f"{cls.__module__}:{cls.__qualname__}"}
+        try:
+            # the library leaves credentials out of its LLMs' dicts; a key anywhere else is scrubbed here
+            out["bot_config"] = json.loads(redact(json.dumps(self.bot.get_config(), default=str)))
+        except Exception as exc:  # a bot's config is informative only
+            out["bot_config"] = f"unavailable ({type(exc).__name__})"
+        return out
+
+    async def forecast(self, question: ForecastingQuestion) -> Forecast:
+        ft = forecasting_tools()
+        rebind_loop_primitives(self.bot)
+        binary = binary_question(question)
+        cache, key = self._cache(), self._key(binary)
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            note_call(_call(cache_hit=True))
+            return Forecast.model_validate(hit["forecast"])
+        try:
+            report = await self.bot.forecast_question(binary, return_exceptions=False)
+        except Exception as exc:
+            raise _root_cause(exc) from exc
+        if not isinstance(report, ft.BinaryReport):
+            raise TypeError(f"the bot returned a {type(report).__name__}, not a BinaryReport")
+        forecast = Forecast(prob=float(report.prediction), metadata=_metadata(report))
+        note_call(_call(cost=report.price_estimate or 0.0))
+        if cache is not None:
+            cache.put(key, self.label, {"forecast": forecast.model_dump(mode="json")})
+        return forecast
+
+    def _cache(self) -> Any:
+        llm = getattr(self, "llm", None)
+        return getattr(llm, "cache", None)
+
+    def _key(self, binary: Any) -> str:
+        cls = type(self.bot)
+        try:
+            config = {k: v for k, v in self.bot.get_config().items() if k not in _NOT_ANSWERS}
+        except Exception:
+            config = None
+        ft = forecasting_tools()
+        payload = [
+            "ft-bot",
+            getattr(ft, "__version__", None) or _version("forecasting-tools"),
+            f"{cls.__module__}:{cls.__qualname__}",
+            code_digest(cls),
+            config,
+            binary.model_dump(mode="json", exclude={"date_accessed"}),
+        ]
+        text = _ADDRESS.sub("", json.dumps(payload, sort_keys=True, default=str))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class _SpecBot(BotForecaster):
+    """What ``ft:SPEC`` loads: the bot class is fixed, ``-F`` options are its constructor's."""
+
+    bot_class: type
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(type(self).bot_class, **options)
+
+
+def make_bot(cls: type, options: dict[str, Any]) -> Any:
+    """Build the bot with ``options`` checked against its constructor (``llms`` entries given as
+    dicts become the library's ``GeneralLlm``); publishing to Metaculus is refused."""
+    ft = forecasting_tools()
+    params = {n: p for n, p in inspect.signature(cls.__init__).parameters.items() if n != "self"}
+    open_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for key in options:
+        if key not in params and not open_kwargs:
+            names = ", ".join(n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+            raise ForecasterSpecError(f"{cls.__name__} has no option {key!r}; its options: {names}")
+    if options.get("publish_reports_to_metaculus"):
+        raise ForecasterSpecError("bots are evaluated, never published: drop publish_reports_to_metaculus")
+    kwargs = dict(options)
+    if isinstance(kwargs.get("llms"), dict):
+        kwargs["llms"] = {
+            purpose: ft.GeneralLlm(**llm) if isinstance(llm, dict) else llm for purpose, llm in kwargs["llms"].items()
+        }
+    kwargs["publish_reports_to_metaculus"] = False
+    if "publish_reports_to_metaculus" not in params and not open_kwargs:
+        kwargs.pop("publish_reports_to_metaculus")
+    try:
+        return cls(**kwargs)
+    except Exception as exc:
+        raise ForecasterSpecError(f"cannot create {cls.__name__}: {type(exc).__name__}: {exc}") from None
+
+
+def binary_question(question: ForecastingQuestion) -> Any:
+    """Our question as the library's ``BinaryQuestion``: title, resolution criteria, fine print,
+    background, dates and URL where we have them; our id in ``custom_metadata``."""
+    ft = forecasting_tools()
+    meta = question.metadata or {}
+    extra = question.model_extra or {}
+
+    def text(*names: str) -> str | None:
+        for name in names:
+            value = extra.get(name, meta.get(name))
+            if isinstance(value, str) and value.strip():
+                return value
+        return None
+
+    return ft.BinaryQuestion(
+        question_text=question.title,
+        resolution_criteria=question.body or None,
+        fine_print=text("fine_print"),
+        background_info=text("background_info", "background"),
+        page_url=question.url,
+        scheduled_resolution_time=question.resolution_date,
+        open_time=question.created_date,
+        published_time=question.created_date,
+        custom_metadata={"consistency_question_id": question.id, "data_source": question.data_source},
+    )
+
+
+def rebind_loop_primitives(bot: Any) -> None:
+    """Replace asyncio semaphores and locks on the bot (and its classes) that belong to another event
+    loop: the template bots keep one at class level, which fails once a second ``asyncio.run`` uses it."""
+    loop = asyncio.get_running_loop()
+    holders: list[Any] = [bot, *[c for c in type(bot).__mro__ if c is not object]]
+    for holder in holders:
+        for name, value in list(vars(holder).items()):
+            if not isinstance(value, asyncio.Semaphore | asyncio.Lock):
+                continue
+            bound = getattr(value, "_loop", None)
+            if bound is None or bound is loop:
+                continue
+            if isinstance(value, asyncio.Lock):
+                fresh: Any = asyncio.Lock()
+            else:
+                size = getattr(value, "_bound_value", None) or getattr(holder, "_max_concurrent_questions", None)
+                fresh = type(value)(size or max(1, value._value))
+            setattr(holder, name, fresh)
+
+
+def code_digest(cls: type) -> str:
+    """A hash of the source files that define ``cls`` and its bases outside the library: a bot whose
+    code changed is asked again instead of answered from the cache."""
+    digest = hashlib.sha256()
+    for klass in cls.__mro__:
+        module = sys.modules.get(klass.__module__)
+        path = getattr(module, "__file__", None)
+        if path and "forecasting_tools" not in klass.__module__ and klass.__module__ != "builtins":
+            try:
+                digest.update(Path(path).read_bytes())
+            except OSError:
+                digest.update(path.encode())
+    return digest.hexdigest()
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The bot's own exception inside the library's wrappers (exception groups, re-raised RuntimeErrors)."""
+    seen = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        elif exc.__cause__ is not None:
+            exc = exc.__cause__
+        else:
+            break
+    return exc
+
+
+def _metadata(report: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in ("forecast_rationales", "research", "summary"):
+        try:
+            value = getattr(report, name)
+        except Exception:  # sections a custom report lacks
+            continue
+        if isinstance(value, str) and value.strip():
+            out["reasoning" if name == "forecast_rationales" else name] = _trim(value)
+    if "reasoning" not in out:
+        out["reasoning"] = _trim(report.explanation)
+    if report.errors:
+        out["errors"] = [_trim(str(e), 300) for e in report.errors[:5]]
+    out["price_estimate"] = report.price_estimate
+    out["minutes_taken"] = report.minutes_taken
+    return out
+
+
+def _trim(text: str, limit: int = TRIM) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _call(cache_hit: bool = False, cost: float = 0.0) -> Any:
+    usage = SimpleNamespace(prompt_tokens=0, completion_tokens=0, cost=cost)
+    return SimpleNamespace(cache_hit=cache_hit, usage=usage)
+
+
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None

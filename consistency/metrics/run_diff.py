@@ -1,0 +1,293 @@
+"""``diff``: compare two runs tuple by tuple (or question by question for ground-truth runs).
+
+Runs are paired on the items both scored: tuples by their questions' ids, check by check (a note
+says so when the two runs' benchmarks differ), resolved questions by id. The math is in
+:mod:`.paired`; this module reads the run directories and names what changed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..checks import get_check
+from ..jsonl import LineError, iter_json_lines
+from .forecast_files import METRICS, ScoreParams, is_checker_file, score_forecasts
+from .paired import PairedDiff, paired_diffs
+
+GROUND_TRUTH = "ground_truth_results.jsonl"
+RUN_FILE = "run.json"
+TESTS = ("wilcoxon", "sign")
+
+
+class DiffInputError(ValueError):
+    """A path that is not a run directory (or two runs that cannot be paired)."""
+
+
+@dataclass
+class Items:
+    """One run's scored items of one group (a check, or ``Brier``): ids, score, answers and titles."""
+
+    ids: list[str]
+    score: np.ndarray
+    probs: list[list[float]]
+    titles: list[list[str]]
+    fields: tuple[str, ...]
+
+
+@dataclass
+class RunScores:
+    path: Path
+    kind: str  # "consistency" or "ground_truth"
+    groups: dict[str, Items]
+    meta: dict[str, Any]
+    skipped: list[LineError] = field(default_factory=list)
+
+    @property
+    def fingerprint(self) -> str | None:
+        return (self.meta.get("benchmark") or {}).get("fingerprint")
+
+    @property
+    def label(self) -> str:
+        forecaster = self.meta.get("forecaster") or {}
+        return str(forecaster.get("name") or self.path.name)
+
+
+@dataclass
+class Changed:
+    """A tuple whose score moved most between the runs, with both runs' answers."""
+
+    group: str
+    id: str
+    score_a: float
+    score_b: float
+    fields: tuple[str, ...]
+    titles: list[str]
+    probs_a: list[float]
+    probs_b: list[float]
+
+    @property
+    def change(self) -> float:
+        return self.score_b - self.score_a
+
+
+@dataclass
+class DiffResult:
+    a: RunScores
+    b: RunScores
+    metric: str
+    groups: dict[str, PairedDiff]
+    overall: PairedDiff
+    changed: list[Changed]
+    notes: list[str]
+    level: float
+    test: str
+
+    def worse(self) -> list[str]:
+        """What is significantly worse in B: ``overall`` at ``level``, a group at ``level`` / groups (Bonferroni)."""
+        out = ["overall"] if self.overall.significantly_worse(self.level, self.test) else []
+        per_group = self.level / max(1, len(self.groups))
+        out += [name for name, d in self.groups.items() if d.significantly_worse(per_group, self.test)]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": str(self.a.path),
+            "b": str(self.b.path),
+            "kind": self.a.kind,
+            "metric": self.metric,
+            "level": self.level,
+            "test": self.test,
+            "notes": self.notes,
+            "overall": self.overall.to_dict(),
+            "groups": {name: d.to_dict() for name, d in self.groups.items()},
+            "worse": self.worse(),
+            "most_changed": [
+                {
+                    "group": c.group,
+                    "id": c.id,
+                    "score_a": c.score_a,
+                    "score_b": c.score_b,
+                    "change": c.change,
+                    "questions": [
+                        {"field": f, "title": t, "prob_a": pa, "prob_b": pb}
+                        for f, t, pa, pb in zip(c.fields, c.titles, c.probs_a, c.probs_b, strict=True)
+                    ],
+                }
+                for c in self.changed
+            ],
+        }
+
+
+def read_run_scores(path: str | Path, metric: str = "default") -> RunScores:
+    """A run directory's per-item scores: violations of ``metric`` per check, or Brier per question."""
+    root = Path(path)
+    if not root.is_dir():
+        raise DiffInputError(f"{root}: no such run directory")
+    meta = _meta(root)
+    if (root / GROUND_TRUTH).is_file():
+        items, skipped = _ground_truth(root / GROUND_TRUTH)
+        return RunScores(root, "ground_truth", {"Brier": items}, meta, skipped)
+    files = sorted(p for p in root.glob("*.jsonl") if is_checker_file(p))
+    if not files:
+        raise DiffInputError(f"{root}: neither <Checker>.jsonl files nor {GROUND_TRUTH}; not a run directory")
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
+    params = ScoreParams.model_validate(meta.get("parameters") or {})
+    groups, skipped = {}, []
+    for file in files:
+        items, bad = _checker_file(file, metric, params)
+        groups[get_check(file.stem).name] = items
+        skipped += bad
+    return RunScores(root, "consistency", groups, meta, skipped)
+
+
+def diff_runs(
+    a: str | Path | RunScores,
+    b: str | Path | RunScores,
+    *,
+    metric: str = "default",
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.05,
+    test: str = "wilcoxon",
+    top: int = 5,
+) -> DiffResult:
+    """Compare run B against run A on the items both scored; differences are B − A (positive: B worse)."""
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r} (tests: {', '.join(TESTS)})")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    ra = a if isinstance(a, RunScores) else read_run_scores(a, metric)
+    rb = b if isinstance(b, RunScores) else read_run_scores(b, metric)
+    if ra.kind != rb.kind:
+        raise DiffInputError(f"{ra.path} is a {ra.kind} run and {rb.path} a {rb.kind} run: nothing to pair")
+    notes = []
+    if ra.kind == "consistency" and ra.fingerprint != rb.fingerprint:
+        notes.append("the runs' benchmarks differ (fingerprints): compared on the tuples both share by id")
+    pairs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+    for name in [g for g in ra.groups if g in rb.groups]:
+        ia, ib = ra.groups[name], rb.groups[name]
+        idx_a, idx_b = _match(ia.ids, ib.ids)
+        only_a, only_b = len(ia.ids) - len(idx_a), len(ib.ids) - len(idx_b)
+        if only_a or only_b:
+            notes.append(f"{name}: {len(idx_a)} shared, {only_a} only in A, {only_b} only in B (left out)")
+        pairs[name] = (ia.score[idx_a], ib.score[idx_b], idx_a, idx_b)
+    for name in sorted(set(ra.groups) ^ set(rb.groups)):
+        notes.append(f"{name}: only in {'A' if name in ra.groups else 'B'} (left out)")
+    each, overall = paired_diffs(
+        [p[0] for p in pairs.values()], [p[1] for p in pairs.values()], resamples=resamples, seed=seed, level=1 - level
+    )
+    groups = dict(zip(pairs, each, strict=True))
+    changed = _most_changed(ra, rb, pairs, top)
+    return DiffResult(ra, rb, metric, groups, overall, changed, notes, level, test)
+
+
+def _match(ids_a: list[str], ids_b: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the ids both lists hold, paired, in A's order (ids seen twice keep their first place)."""
+    where_b: dict[str, int] = {}
+    for j, key in enumerate(ids_b):
+        where_b.setdefault(key, j)
+    seen: set[str] = set()
+    ia, ib = [], []
+    for i, key in enumerate(ids_a):
+        j = where_b.get(key)
+        if j is not None and key not in seen:
+            seen.add(key)
+            ia.append(i)
+            ib.append(j)
+    return np.asarray(ia, dtype=np.int64), np.asarray(ib, dtype=np.int64)
+
+
+def _most_changed(ra: RunScores, rb: RunScores, pairs: dict[str, Any], top: int) -> list[Changed]:
+    if top <= 0 or not pairs:
+        return []
+    names = list(pairs)
+    change = np.concatenate([pairs[n][1] - pairs[n][0] for n in names])
+    group = np.concatenate([np.full(len(pairs[n][0]), k) for k, n in enumerate(names)])
+    within = np.concatenate([np.arange(len(pairs[n][0])) for n in names])
+    if change.size == 0:
+        return []
+    order = np.argsort(-np.abs(change), kind="stable")[:top]
+    out = []
+    for k in order:
+        if abs(change[k]) <= 1e-12:
+            break
+        name = names[group[k]]
+        sa, sb, idx_a, idx_b = pairs[name]
+        i, j = int(idx_a[within[k]]), int(idx_b[within[k]])
+        ia, ib = ra.groups[name], rb.groups[name]
+        score_a, score_b = float(sa[within[k]]), float(sb[within[k]])
+        out.append(Changed(name, ia.ids[i], score_a, score_b, ia.fields, ia.titles[i], ia.probs[i], ib.probs[j]))
+    return out
+
+
+def _meta(root: Path) -> dict[str, Any]:
+    file = root / RUN_FILE
+    if not file.is_file():
+        return {}
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DiffInputError(f"{file}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+
+
+def _checker_file(path: Path, metric: str, params: ScoreParams) -> tuple[Items, list[LineError]]:
+    check = get_check(path.stem)
+    fields = tuple(check.field_names)
+    ids, scores, probs, titles, bad = [], [], [], [], []
+    unscored = []
+    for number, obj in iter_json_lines(path):
+        if isinstance(obj, LineError):
+            bad.append(obj)
+            continue
+        try:
+            entries = [obj["line"][f] for f in fields]
+            row_ids = [str(e["question"]["id"]) for e in entries]
+            row_probs = [float(e["forecast"]["prob"]) for e in entries]
+            row_titles = [str(e["question"].get("title", "")) for e in entries]
+        except (KeyError, TypeError, ValueError) as exc:
+            bad.append(LineError(str(path), number, "line", f"not a scored tuple ({type(exc).__name__}: {exc})"))
+            continue
+        violation = ((obj.get("violation_data") or {}).get(metric) or {}).get("violation")
+        if not isinstance(violation, int | float):
+            unscored.append(len(scores))
+            violation = float("nan")
+        ids.append("|".join(row_ids))
+        scores.append(float(violation))
+        probs.append(row_probs)
+        titles.append(row_titles)
+    score = np.asarray(scores, dtype=float)
+    if unscored:  # a forecast file without our violation_data: score its answers here
+        rows = np.asarray([probs[i] for i in unscored], dtype=float).reshape(len(unscored), len(fields))
+        score[unscored] = score_forecasts(check, rows, params=params).values(metric)
+    return Items(ids, score, probs, titles, fields), bad
+
+
+def _ground_truth(path: Path) -> tuple[Items, list[LineError]]:
+    ids, scores, probs, titles, bad = [], [], [], [], []
+    for number, obj in iter_json_lines(path):
+        if isinstance(obj, LineError):
+            bad.append(obj)
+            continue
+        try:
+            question = obj["question"]
+            prob = float(obj["forecast"]["prob"] if obj.get("forecast") else obj["prob"])
+            resolution = obj.get("resolution", question.get("resolution"))
+            brier = obj.get("brier_score")
+            if brier is None:
+                brier = (prob - float(bool(resolution))) ** 2 if resolution is not None else None
+        except (KeyError, TypeError, ValueError) as exc:
+            bad.append(LineError(str(path), number, "line", f"not a scored question ({type(exc).__name__}: {exc})"))
+            continue
+        if brier is None:
+            continue  # unresolved: nothing to compare
+        ids.append(str(question.get("id")))
+        scores.append(float(brier))
+        probs.append([prob])
+        titles.append([str(question.get("title", ""))])
+    return Items(ids, np.asarray(scores, dtype=float), probs, titles, ("question",)), bad
