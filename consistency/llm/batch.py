@@ -43,7 +43,9 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 from ..jsonl import LineError, iter_json_lines
 from ..paths import cache_dir
 from .accounting import cost_usd
+from .errors import BatchFailure, describe, transient
 from .fatal import diagnose, host_of
+from .ledger import LEDGER
 from .secrets import redact
 from .specs import ModelSpec
 
@@ -59,11 +61,6 @@ RESUBMITS = 2
 #: Per-line error codes meaning "not run", not "failed": the request is submitted again.
 NOT_RUN = frozenset({"batch_expired", "batch_cancelled"})
 CHAT_PATH = "/v1/chat/completions"
-
-
-class BatchFailure(RuntimeError):
-    """A request its batch could not answer (cancelled, expired too often, a batch that failed):
-    recorded as the call's error; retrying it at once would not help."""
 
 
 @dataclass(frozen=True)
@@ -197,18 +194,14 @@ class BatchCollector:
     def takes(self) -> bool:
         """Whether the current request goes into a batch: all do but, with ``batch_fallback="direct"``,
         a call's second and later requests (re-asks, retries), which go straight to the endpoint."""
-        from .client import _LEDGER
-
-        ledger = _LEDGER.get()
+        ledger = LEDGER.get()
         return not (self.fallback == "direct" and ledger is not None and ledger.requests > 1)
 
     async def complete(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> ChatCompletion:
         """The chat completion answering ``body`` (the JSON a direct request would send), from its
         batch; an error line raises the status error the same answer would raise when sent directly."""
-        from .client import _LEDGER
-
         status, data = await self.ask(openapi_dumps(body))
-        if (ledger := _LEDGER.get()) is not None:
+        if (ledger := LEDGER.get()) is not None:
             ledger.batched += 1
         if status < 300:
             try:
@@ -416,8 +409,6 @@ class BatchCollector:
     # ---- API calls, journal, progress -------------------------------------------------------
     async def _api(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """One Batch API call under the shared retry policy; fatal errors trip the run's breaker."""
-        from .client import _describe, _transient
-
         breaker, host = self.llm.breaker, host_of(self.spec)
 
         def retry(exc: BaseException) -> bool:
@@ -432,7 +423,7 @@ class BatchCollector:
                 )
                 return False
             breaker.failure(exc, self.spec)
-            return _transient(exc) and breaker.reason is None
+            return transient(exc) and breaker.reason is None
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.llm.settings.max_attempts),
@@ -450,7 +441,7 @@ class BatchCollector:
             if breaker.reason is not None:
                 raise BatchFailure(breaker.reason) from None
             diagnosis = diagnose(exc, self.spec)
-            raise BatchFailure(f"batch {what} failed: {diagnosis.sentence if diagnosis else _describe(exc)}") from None
+            raise BatchFailure(f"batch {what} failed: {diagnosis.sentence if diagnosis else describe(exc)}") from None
         raise AssertionError("unreachable")
 
     def _note(self, local: str, **fields: Any) -> None:
