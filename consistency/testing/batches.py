@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .http import HTTPError, Request, Response, error_body, json_response
 from .replies import Fault
-from .server import HTTPError, Request, Response, _error_body, json_response
 
 if TYPE_CHECKING:
     from .server import ScriptedServer
@@ -192,7 +192,7 @@ class BatchAPI:
     def __init__(self, server: ScriptedServer, behaviour: BatchBehaviour | None = None) -> None:
         self.server = server
         self.behaviour = behaviour if behaviour is not None else BatchBehaviour()
-        self._lock = server._lock  # one lock for the whole record, read from the test thread
+        self._lock = server.lock  # one lock for the whole record, read from the test thread
         self._files: dict[str, _File] = {}
         self._batches: dict[str, _Batch] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -278,7 +278,7 @@ class BatchAPI:
             status = self.behaviour.upload_failure_status
             message = f"The server had an error while processing your upload (scripted {status})."
             kind = "server_error" if status >= 500 else "invalid_request_error"
-            return json_response(status, _error_body(message, kind, None))
+            return json_response(status, error_body(message, kind, None))
         parts = _multipart(request.body, request.headers.get("content-type", ""))
         if "purpose" not in parts:
             raise HTTPError(400, "Missing required parameter: 'purpose'.", "missing_required_parameter")
@@ -527,11 +527,11 @@ class BatchAPI:
         try:
             request, outcome = await self.server.decide(body)
         except HTTPError as exc:
-            return {**line, "response": _response(exc.status, _error_body(exc.message, exc.kind, exc.code))}, False
+            return {**line, "response": _response(exc.status, error_body(exc.message, exc.kind, exc.code))}, False
         if isinstance(outcome, Fault):
             if outcome.kind == "status":
-                error_body, _headers = self.server.fault_error(outcome)
-                return {**line, "response": _response(outcome.status, error_body)}, False
+                fault_body, _headers = self.server.fault_error(outcome)
+                return {**line, "response": _response(outcome.status, fault_body)}, False
             if outcome.kind == "hang":
                 wait = min(outcome.seconds, self.behaviour.hang_timeout)
                 if wait > 0:
@@ -542,7 +542,7 @@ class BatchAPI:
                 error = {"code": "server_error", "message": f"The server had an error (scripted {outcome.kind})."}
             return {**line, "error": error}, False
         completion = self.server.completion(request, outcome)
-        self.server._bill(completion["usage"])
+        self.server.bill(completion["usage"])
         with self._lock:
             for name in batch.usage:
                 batch.usage[name] += completion["usage"][name]
