@@ -38,7 +38,6 @@ import openai
 from openai._models import construct_type
 from openai._utils._json import openapi_dumps
 from openai.types.chat import ChatCompletion
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
 from ..jsonl import LineError, iter_json_lines
 from ..paths import cache_dir
@@ -425,15 +424,8 @@ class BatchCollector:
             breaker.failure(exc, self.spec)
             return transient(exc) and breaker.reason is None
 
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.llm.settings.max_attempts),
-            wait=self.llm._wait,
-            retry=retry_if_exception(retry),
-            reraise=True,
-            before_sleep=self.llm._before_retry,
-        )
         try:
-            async for attempt in retrying:
+            async for attempt in self.llm.retrying(retry=retry):
                 with attempt:
                     self.progress.http_requests += 1
                     return await call()

@@ -18,7 +18,7 @@ import logging
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -153,14 +153,15 @@ class LLM:
         return self._endpoints[spec.text]
 
     async def _make_endpoint(self, spec: ModelSpec) -> Endpoint:
+        parts = self.settings, self._count_request, self._batch_collector
         if spec.provider != "local":
-            return Endpoint(spec, spec.base_url, spec.model, spec.identity(), self)
+            return Endpoint(spec, spec.base_url, spec.model, spec.identity(), *parts)
         from .local import get_local_server, install_exit_handlers
 
         install_exit_handlers()  # signal handlers can only be set here, on the loop's (main) thread
         server = await asyncio.to_thread(get_local_server)
         identity = f"local|{server.weights_sha256}"
-        return Endpoint(spec, server.base_url, server.model_name, identity, self, slots=server.parallel)
+        return Endpoint(spec, server.base_url, server.model_name, identity, *parts, slots=server.parallel)
 
     async def _call(
         self,
@@ -342,17 +343,20 @@ class LLM:
             cut, limit = again, again.truncated_at or room
         return LLMResult(None, error=f"answer truncated at {limit} tokens", raw=cut.raw, usage=cut.usage)
 
-    def retrying(self, spec: ModelSpec | None = None) -> AsyncRetrying:
+    def retrying(
+        self, spec: ModelSpec | None = None, retry: Callable[[BaseException], bool] | None = None
+    ) -> AsyncRetrying:
         """Retries of transient errors (429, 5xx, timeouts), with the server's hint or backoff.
 
         With ``spec``, every failed attempt is shown to the breaker, which ends the retries of an
-        endpoint that cannot be reached at all.
+        endpoint that cannot be reached at all; ``retry`` replaces the test of whether an attempt is
+        retried (the batch collector's, which also knows endpoints without a Batch API).
         """
 
         return AsyncRetrying(
             stop=stop_after_attempt(self.settings.max_attempts),
             wait=self._wait,
-            retry=retry_if_exception(lambda exc: self._retryable(exc, spec)),
+            retry=retry_if_exception(retry or (lambda exc: self._retryable(exc, spec))),
             reraise=True,
             before_sleep=self._before_retry,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import urllib.parse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -16,7 +17,8 @@ from .secrets import key_for
 from .specs import ModelSpec
 
 if TYPE_CHECKING:
-    from .client import LLM
+    from .batch import BatchCollector
+    from .models import LLMSettings
 
 #: Connections per HTTP client. httpcore's pool does work linear in its size for every
 #: request, so many concurrent requests go through several small pools instead of one.
@@ -27,16 +29,25 @@ class Endpoint:
     """Per-model state: HTTP clients, instructor wrappers, concurrency and rate limits."""
 
     def __init__(
-        self, spec: ModelSpec, base_url: str | None, model: str, identity: str, llm: LLM, slots: int | None = None
+        self,
+        spec: ModelSpec,
+        base_url: str | None,
+        model: str,
+        identity: str,
+        settings: LLMSettings,
+        counted: Callable[[], None],
+        collector: Callable[..., BatchCollector],
+        slots: int | None = None,
     ) -> None:
+        """``counted`` is told of every chat request; ``collector`` makes the batch collector (batch mode)."""
         self.spec, self.model, self.identity = spec, model, identity
         key = key_for(spec)
-        s = llm.settings
+        s = settings
         shards = 1 if s.batch else max(1, -(-s.max_connections // POOL_SIZE))
         limits = httpx2.Limits(max_connections=-(-s.max_connections // shards) + 2)
         # a query in the endpoint's URL (?api-version=, ?key=) goes with every request, not into the path
         base_url, _, query = (base_url or "").partition("?")
-        self.batch = llm._batch_collector(spec, model, identity, base_url, query, key, limits) if s.batch else None
+        self.batch = collector(spec, model, identity, base_url, query, key, limits) if s.batch else None
         self.clients = [
             openai.AsyncOpenAI(
                 base_url=base_url or None,
@@ -53,7 +64,7 @@ class Endpoint:
             for _ in range(shards)
         ]
         # chat completions skip openai's parameter transform and, in batch mode, go to the collector
-        self.creates = [chat_create(c, llm._count_request, self.batch) for c in self.clients]
+        self.creates = [chat_create(c, counted, self.batch) for c in self.clients]
         self.wrapped = [instructed(c, spec.mode, create) for c, create in zip(self.clients, self.creates, strict=True)]
         self._next = itertools.cycle(range(shards))
         # the local server decodes `slots` requests at once: queue the rest here, where waiting does

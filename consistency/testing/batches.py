@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .http import HTTPError, Request, Response, error_body, json_response
+from .http_server import HTTPError, Request, Response, error_body, json_response
 from .replies import Fault
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """A scripted OpenAI-compatible HTTP server, to exercise LLM clients offline.
 
-The server speaks real HTTP/1.1 (:mod:`.http`: asyncio + h11, keep-alive) on 127.0.0.1, so a client
+The server speaks real HTTP/1.1 (:mod:`.http_server`: asyncio + h11, keep-alive) on 127.0.0.1, so a client
 under test goes through its whole stack: connection pool, timeouts, retries, JSON parsing, and the
 structured-output layer (``instructor``). What it answers is decided by a *rule*: a callable that
 gets a :class:`ScriptedRequest` and returns a :class:`Reply` (what the model says) or a
@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .http import Drop, Handler, HTTPError, HTTPServer, Request, Response, error_body, json_response
+from .http_server import Drop, Handler, HTTPError, HTTPServer, Request, Response, error_body, json_response
 from .replies import Fault, Reply, Rule, ScriptedRequest, call_rule, response_format_type
 from .rules import EMBEDDING_DIM, digest, embedding, probability_rule
 

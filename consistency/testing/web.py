@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlencode
 from xml.sax.saxutils import escape
 
-from .http import Drop, Request, Response, json_response
+from .http_server import Drop, Request, Response, json_response
 from .server import ScriptedServer
 
 TOKEN = "fixture-metaculus-token"
