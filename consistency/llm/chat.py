@@ -20,7 +20,6 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import instructor
 import openai
 from openai._base_client import make_request_options
 from openai.types.chat import ChatCompletion
@@ -68,18 +67,3 @@ def _parameters() -> frozenset[str]:
 
 def _plain(messages: Any) -> bool:
     return isinstance(messages, list) and all(type(m) is dict for m in messages)
-
-
-def instructed(
-    client: openai.AsyncOpenAI, mode: instructor.Mode, create: Callable[..., Awaitable[Any]]
-) -> instructor.AsyncInstructor:
-    """``instructor.from_openai(client, mode)`` whose requests go through ``create``."""
-    from instructor.v2.core.patch import patch_v2
-    from instructor.v2.core.registry import normalize_mode
-
-    if mode in {instructor.Mode.RESPONSES_TOOLS, instructor.Mode.RESPONSES_TOOLS_WITH_INBUILT_TOOLS}:
-        return instructor.from_openai(client, mode=mode)
-    provider = instructor.Provider.OPENAI
-    mode = normalize_mode(provider, mode)
-    patched = patch_v2(func=create, provider=provider, mode=mode)
-    return instructor.AsyncInstructor(client=client, create=patched, provider=provider, mode=mode)

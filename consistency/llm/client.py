@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sqlite3
 import time
@@ -24,7 +23,7 @@ from typing import Any, TypeVar
 
 import httpx2
 import openai
-from instructor.core import IncompleteOutputException, InstructorRetryException
+from instructor.core import IncompleteOutputException
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
@@ -40,7 +39,7 @@ from .models import LLMResult, LLMSettings
 from .retry import backoff, backoff_wait
 from .secrets import redact
 from .specs import ModelSpec, parse_model_spec
-from .structured import cached_schema, cut, raw_text, root_cause, wrapper_class
+from .structured import ValidationFailed, ask_structured, cached_schema, cut, plan, raw_text, total_usage
 from .waiting import slot, waited
 
 log = logging.getLogger(__name__)
@@ -280,7 +279,7 @@ class LLM:
     async def _once(
         self, ep: Endpoint, messages: list[dict[str, Any]], response_model: type | None, params: dict[str, Any]
     ) -> LLMResult:
-        _, wrapped, create = ep.pick()
+        _, create = ep.pick()
         if response_model is None:
             completion = await create(model=ep.model, messages=messages, **params)
             usage = Usage.of(ep.model, completion.usage, batched())
@@ -290,36 +289,32 @@ class LLM:
             return LLMResult(
                 completion.choices[0].message.content or "", raw=completion.choices[0].message.content, usage=usage
             )
+        completions: list[Any] = []
         try:
-            parsed, completion = await wrapped.chat.completions.create_with_completion(
-                model=ep.model,
-                messages=messages,
-                response_model=wrapper_class(response_model),
-                max_retries=self.settings.max_reasks,
-                **params,
+            parsed = await ask_structured(
+                create,
+                plan(response_model, ep.spec.mode),
+                self.settings.max_reasks,
+                {"model": ep.model, "messages": messages, **params},
+                completions,
             )
         except IncompleteOutputException as exc:
-            usage = Usage.of(ep.model, getattr(exc.last_completion, "usage", None))
+            usage = total_usage(ep.model, completions, batched())
             self._spend(usage)
             return cut(exc.last_completion, usage, params)
-        except InstructorRetryException as exc:
-            cause = root_cause(exc)
-            usage = Usage.of(ep.model, getattr(exc, "total_usage", None), batched())
+        except ValidationFailed as exc:
+            usage = total_usage(ep.model, completions, batched())
             self._spend(usage)
-            if isinstance(cause, IncompleteOutputException):
-                return cut(cause.last_completion, usage, params)
-            if cause is not None and transient(cause):
-                raise cause from cause.__cause__  # keep what caused it (a refused connection...)
-            if cause is not None and not isinstance(cause, (ValidationError, json.JSONDecodeError, ValueError)):
-                raise cause from cause.__cause__  # keep what caused it (a refused connection...)
-            raw = raw_text(getattr(exc, "last_completion", None))
-            attempts = getattr(exc, "n_attempts", 1)
-            error = f"answer failed validation after {attempts} attempt(s): {short(cause or exc)}"
-            return LLMResult(None, error=error, raw=raw, usage=usage)
-        usage = Usage.of(ep.model, getattr(parsed, "_total_usage", None) or completion.usage, batched())
+            error = f"answer failed validation after {exc.attempts} attempt(s): {short(exc.error)}"
+            return LLMResult(None, error=error, raw=raw_text(exc.completion), usage=usage)
+        except BaseException:
+            self._spend(total_usage(ep.model, completions, batched()))  # billed before it failed
+            raise
+        usage = total_usage(ep.model, completions, batched())
         self._spend(usage)
         # Hand back the caller's own class, exactly as a cache hit would.
         value = response_model.model_validate(parsed.model_dump())
+        completion = completions[-1]
         return LLMResult(value, raw=raw_text(completion), usage=usage)
 
     async def _ask_longer(

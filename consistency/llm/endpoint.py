@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import openai
 
-from .chat import chat_create, instructed
+from .chat import chat_create
 from .limits import RateLimiter
 from .secrets import key_for
 from .specs import ModelSpec
@@ -65,7 +65,6 @@ class Endpoint:
         ]
         # chat completions skip openai's parameter transform and, in batch mode, go to the collector
         self.creates = [chat_create(c, counted, self.batch) for c in self.clients]
-        self.wrapped = [instructed(c, spec.mode, create) for c, create in zip(self.clients, self.creates, strict=True)]
         self._next = itertools.cycle(range(shards))
         # the local server decodes `slots` requests at once: queue the rest here, where waiting does
         # not count against the HTTP timeout, instead of in the server, where it would
@@ -86,10 +85,10 @@ class Endpoint:
             if str(client.base_url).rstrip("/") != server.base_url:
                 client.base_url = server.base_url
 
-    def pick(self) -> tuple[openai.AsyncOpenAI, Any, Any]:
-        """A client, its structured (instructor) create and its plain create, in turn across shards."""
+    def pick(self) -> tuple[openai.AsyncOpenAI, Any]:
+        """A client and its chat create (:func:`~.chat.chat_create`), in turn across shards."""
         i = next(self._next)
-        return self.clients[i], self.wrapped[i], self.creates[i]
+        return self.clients[i], self.creates[i]
 
 
 def transport(spec: ModelSpec, limits: httpx2.Limits) -> httpx2.AsyncBaseTransport | None:
