@@ -31,7 +31,7 @@ from ..paths import cache_dir
 from .accounting import RunStats, Transcript, Usage
 from .batch import BatchProgress
 from .cache import ResponseCache, cache_key
-from .endpoint import Endpoint
+from .endpoint import Endpoint, tls_context
 from .errors import describe, short, transient
 from .fatal import Breaker, FatalError, diagnose
 from .ledger import LEDGER, Ledger, batched
@@ -121,7 +121,9 @@ class LLM:
             api_key=key or "no-key",
             max_retries=0,
             timeout=self.settings.timeout,
-            http_client=httpx2.AsyncClient(timeout=httpx2.Timeout(self.settings.timeout), limits=limits),
+            http_client=httpx2.AsyncClient(
+                timeout=httpx2.Timeout(self.settings.timeout), limits=limits, verify=tls_context()
+            ),
         )
         return BatchCollector(self, spec, model, identity, api, self._batch_journal)
 

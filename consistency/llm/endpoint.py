@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import ssl
 import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -59,6 +61,7 @@ class Endpoint:
                     timeout=httpx2.Timeout(s.timeout),
                     limits=limits,
                     transport=transport(spec, limits),
+                    verify=tls_context(),
                 ),
             )
             for _ in range(shards)
@@ -97,3 +100,11 @@ def transport(spec: ModelSpec, limits: httpx2.Limits) -> httpx2.AsyncBaseTranspo
 
         return GrammarTransport(limits)
     return None
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context (httpx's default: the certifi store, ``SSL_CERT_FILE``) for every client of the
+    process: loading the certificate store is most of what building a client costs, and an endpoint
+    builds one client per shard (four at the default concurrency)."""
+    return httpx2.create_ssl_context()
