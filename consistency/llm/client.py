@@ -2,9 +2,10 @@
 
 Each call goes: cache → cost limit → per-model concurrency and rate limits → HTTP with
 retries (429, 5xx, timeouts, dropped connections; exponential backoff with jitter, or the
-server's ``Retry-After``) → structured parsing by ``instructor`` with a bounded number of
-re-asks. Whatever happens, a call returns an :class:`LLMResult`: a value, or an error with
-the raw text the model gave, so a run never dies of one bad answer. The exception: errors that
+server's ``Retry-After``) → structured parsing and validation with a bounded number of re-asks
+(:mod:`.structured`: what of ``instructor`` a call needs). Whatever happens, a call returns an
+:class:`LLMResult`: a value, or an error with the raw text the model gave, so a run never dies of
+one bad answer. The exception: errors that
 cannot succeed on retry (a wrong key, an unknown model, an unreachable endpoint; see
 :mod:`.fatal`) raise :class:`~.fatal.FatalError` once they repeat, so the caller stops.
 """
