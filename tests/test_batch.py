@@ -20,7 +20,7 @@ from consistency.evaluation import RunOptions, evaluate
 from consistency.llm import LLMSettings
 from consistency.llm.batch import BATCHES, read_batches
 from consistency.testing import Fault, Reply, ScriptedServer, faults_then, probability_rule
-from consistency.testing.replies import _call
+from consistency.testing.replies import call_rule
 
 #: batch mode with short waits: a batch file goes 50 ms after the last request, polled every 20 ms
 BATCH = LLMSettings(batch=True, batch_idle=0.05, batch_poll=0.02, batch_poll_max=0.1, max_backoff=0.05, timeout=10)
@@ -163,7 +163,7 @@ def test_a_line_the_batch_could_not_run_is_a_recorded_failure_and_resume_asks_it
     async def rule(request):
         if "Will" in request.last_user_text and request.index == 0:
             return Fault.hang(5.0)
-        return await _call(first, request)
+        return await call_rule(first, request)
 
     with ScriptedServer(rule) as srv:
         srv.batches.behaviour.hang_timeout = 0.01
@@ -207,7 +207,7 @@ def test_batch_fallback_direct_asks_reasks_directly(tmp_path):
     async def first_answer_invalid(request):
         if len(request.messages) <= 2:  # the first ask; a re-ask carries the answer and the error
             return Reply.json({"prob": 7.5})
-        return await _call(forecasts, request)
+        return await call_rule(forecasts, request)
 
     with ScriptedServer(first_answer_invalid) as srv:
         settings = BATCH.model_copy(update={"batch_fallback": "direct"})

@@ -163,3 +163,15 @@ def test_a_parameter_create_does_not_take_is_refused_as_create_refuses_it():
 
     theirs, ours = asyncio.run(both())
     assert ours == theirs == "got an unexpected keyword argument 'api_key'"
+
+
+def test_the_parameters_create_takes_are_those_of_openais_create():
+    """Read from the request's parameter types (without importing openai's resources), they must be
+    exactly the keyword arguments of the installed client's ``create``."""
+    import inspect
+
+    from openai.resources.chat.completions import AsyncCompletions
+
+    from consistency.llm.chat import parameters
+
+    assert parameters() == set(inspect.signature(AsyncCompletions.create).parameters) - {"self"}

@@ -281,10 +281,10 @@ class ForecasterScores:
 
     @property
     def ranks(self) -> np.ndarray:
-        return _ranks(self.scores, self.higher_is_better)
+        return rank_scores(self.scores, self.higher_is_better)
 
 
-def _ranks(scores: np.ndarray, higher_is_better: bool) -> np.ndarray:
+def rank_scores(scores: np.ndarray, higher_is_better: bool) -> np.ndarray:
     oriented = -scores if higher_is_better else scores.copy()
     oriented[~np.isfinite(oriented)] = np.inf
     return rankdata(oriented, method="min").astype(np.int64)

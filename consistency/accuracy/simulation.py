@@ -16,7 +16,14 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from . import inputs
-from .difficulty import ForecasterScores, _ranks, brier_skill_score, difficulty_adjusted_brier, mean_brier, peer_score
+from .difficulty import (
+    ForecasterScores,
+    brier_skill_score,
+    difficulty_adjusted_brier,
+    mean_brier,
+    peer_score,
+    rank_scores,
+)
 from .inputs import ScoreInputError
 
 
@@ -226,7 +233,7 @@ def simulate_ranking_quality(
         for w in weights:
             kw = {} if mkt is None else {"market_question": q_seen, "market_brier": mkt[q_seen], "market_weight": w}
             results.append(difficulty_adjusted_brier(f, q, b, **kw))
-        r_true = _ranks(true_mean[seen], False)
+        r_true = rank_scores(true_mean[seen], False)
         for m, res in enumerate(results):
             r_est = res.ranks  # forecasters come back sorted, i.e. in the order of ``seen``
             rho[s, m] = spearmanr(r_true, r_est).statistic

@@ -29,10 +29,9 @@ _COMMON = ("temperature", "max_tokens", "top_p", "seed", "stop", "reasoning_effo
 @cache
 def request_parameters() -> tuple[str, ...]:
     """What ``chat.completions.create`` of the installed ``openai`` client takes, less what we set ourselves."""
-    from openai.resources.chat.completions import AsyncCompletions
+    from ..llm.chat import parameters
 
-    names = inspect.signature(AsyncCompletions.create).parameters
-    return tuple(n for n in names if n not in _FRAMEWORK_FIELDS)
+    return tuple(sorted(parameters() - _FRAMEWORK_FIELDS))
 
 
 def check_request_parameters(owner: type, params: dict[str, Any], options: tuple[str, ...]) -> None:

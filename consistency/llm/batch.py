@@ -10,9 +10,10 @@ as for a direct call; a re-ask is simply a new request, which goes into a follow
 ``batch_fallback="direct"``, straight to the endpoint).
 
 Each line's ``custom_id`` is a hash of its request body, so the same request gets the same id in
-every session. Batches are journaled (``batches.jsonl``) as soon as they exist, before any waiting:
-a resumed run finds the batches that hold its requests and collects their results (downloading
-them again if need be) instead of submitting them a second time. Lines a batch did not answer
+every session. Batches are journaled (``batches.jsonl``, :mod:`.batch_journal`) as soon as they
+exist, before any waiting: a resumed run finds the batches that hold its requests and collects
+their results (downloading them again if need be) instead of submitting them a second time. Lines a
+batch did not answer
 (an expired batch) are submitted again, at most :data:`RESUBMITS` times; lines it answered with an
 error go to the client as that HTTP error, under the same retry policy as a direct call.
 """
@@ -21,16 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import gc
 import hashlib
 import json
 import logging
 import time
-import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import httpx2
@@ -38,32 +36,51 @@ import openai
 from openai._models import construct_type
 from openai._utils._json import openapi_dumps
 from openai.types.chat import ChatCompletion
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from ..jsonl import LineError, iter_json_lines
-from ..paths import cache_dir
 from .accounting import cost_usd
+from .batch_journal import (  # the journal's names are also this module's, as before the split
+    BATCHES,
+    FINAL,
+    BatchJournal,
+    default_journal,
+    read_batches,
+    timestamp,
+    unfinished,
+    update_batches,
+)
+from .errors import BatchFailure, describe, transient
 from .fatal import diagnose, host_of
+from .ledger import LEDGER
 from .secrets import redact
 from .specs import ModelSpec
+
+__all__ = [
+    "BATCHES",
+    "CHAT_PATH",
+    "FINAL",
+    "GC_YOUNG",
+    "NOT_RUN",
+    "RESUBMITS",
+    "BatchCollector",
+    "BatchFailure",
+    "BatchJournal",
+    "BatchLimits",
+    "BatchProgress",
+    "default_journal",
+    "read_batches",
+    "relaxed_gc",
+    "unfinished",
+    "update_batches",
+]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-#: The journal's file name (in a run directory, or in the cache directory for other commands).
-BATCHES = "batches.jsonl"
-#: Batch states after which nothing changes any more.
-FINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 #: How often a request a batch did not answer (expired, lost) is submitted again.
 RESUBMITS = 2
 #: Per-line error codes meaning "not run", not "failed": the request is submitted again.
 NOT_RUN = frozenset({"batch_expired", "batch_cancelled"})
 CHAT_PATH = "/v1/chat/completions"
-
-
-class BatchFailure(RuntimeError):
-    """A request its batch could not answer (cancelled, expired too often, a batch that failed):
-    recorded as the call's error; retrying it at once would not help."""
 
 
 @dataclass(frozen=True)
@@ -72,60 +89,6 @@ class BatchLimits:
 
     max_requests: int = 50_000
     max_bytes: int = 200 * 1024 * 1024
-
-
-# ----------------------------------------------------------------------------- journal
-class BatchJournal:
-    """``batches.jsonl``: one line per state change of a batch; the latest fields per batch win.
-
-    Appends hold an exclusive ``flock``, so several processes may share one journal (the one in
-    the cache directory) without interleaving their lines.
-    """
-
-    def __init__(self, path: str | Path | None) -> None:
-        self.path = Path(path) if path else None
-        self.records: dict[str, dict[str, Any]] = read_batches(self.path) if self.path else {}
-
-    def write(self, local: str, **fields: Any) -> dict[str, Any]:
-        record = self.records.setdefault(local, {"id": local})
-        record.update(fields)
-        if self.path is not None:
-            line = json.dumps({"id": local, "time": _now(), **fields}, ensure_ascii=False) + "\n"
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fcntl.flock(fh, fcntl.LOCK_EX)
-                fh.write(redact(line))
-                fh.flush()
-        return record
-
-
-def read_batches(path: str | Path) -> dict[str, dict[str, Any]]:
-    """The batches of a journal (local id → merged record), in order of creation; a torn last line
-    (a kill mid-write) is ignored, a damaged line elsewhere is an error naming file and line."""
-    path = Path(path)
-    records: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return records
-    lines = list(iter_json_lines(path))
-    for i, (number, obj) in enumerate(lines):
-        if isinstance(obj, LineError):
-            if i == len(lines) - 1:
-                break
-            raise ValueError(f"{path}:{number}: not a batch record ({obj.message})")
-        if "id" not in obj:
-            raise ValueError(f"{path}:{number}: not a batch record (no id)")
-        records.setdefault(obj["id"], {}).update(obj)
-    return records
-
-
-def default_journal() -> Path:
-    """Where commands without a run directory (``cc generate``, ``cc questions``) journal batches."""
-    return cache_dir() / BATCHES
-
-
-def unfinished(path: str | Path) -> list[dict[str, Any]]:
-    """Batches of a journal that were submitted and not yet collected."""
-    return [r for r in read_batches(path).values() if r.get("batch_id") and not r.get("collected")]
 
 
 # ----------------------------------------------------------------------------- progress
@@ -197,18 +160,14 @@ class BatchCollector:
     def takes(self) -> bool:
         """Whether the current request goes into a batch: all do but, with ``batch_fallback="direct"``,
         a call's second and later requests (re-asks, retries), which go straight to the endpoint."""
-        from .client import _LEDGER
-
-        ledger = _LEDGER.get()
+        ledger = LEDGER.get()
         return not (self.fallback == "direct" and ledger is not None and ledger.requests > 1)
 
     async def complete(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> ChatCompletion:
         """The chat completion answering ``body`` (the JSON a direct request would send), from its
         batch; an error line raises the status error the same answer would raise when sent directly."""
-        from .client import _LEDGER
-
         status, data = await self.ask(openapi_dumps(body))
-        if (ledger := _LEDGER.get()) is not None:
+        if (ledger := LEDGER.get()) is not None:
             ledger.batched += 1
         if status < 300:
             try:
@@ -306,7 +265,7 @@ class BatchCollector:
             requests=len(cids),
             bytes=len(data),
             expected_cost=expected,
-            created=_now(),
+            created=timestamp(),
             custom_ids=cids,
         )
         self._count(record)
@@ -416,8 +375,6 @@ class BatchCollector:
     # ---- API calls, journal, progress -------------------------------------------------------
     async def _api(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """One Batch API call under the shared retry policy; fatal errors trip the run's breaker."""
-        from .client import _describe, _transient
-
         breaker, host = self.llm.breaker, host_of(self.spec)
 
         def retry(exc: BaseException) -> bool:
@@ -432,17 +389,10 @@ class BatchCollector:
                 )
                 return False
             breaker.failure(exc, self.spec)
-            return _transient(exc) and breaker.reason is None
+            return transient(exc) and breaker.reason is None
 
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.llm.settings.max_attempts),
-            wait=self.llm._wait,
-            retry=retry_if_exception(retry),
-            reraise=True,
-            before_sleep=self.llm._before_retry,
-        )
         try:
-            async for attempt in retrying:
+            async for attempt in self.llm.retrying(retry=retry):
                 with attempt:
                     self.progress.http_requests += 1
                     return await call()
@@ -450,7 +400,7 @@ class BatchCollector:
             if breaker.reason is not None:
                 raise BatchFailure(breaker.reason) from None
             diagnosis = diagnose(exc, self.spec)
-            raise BatchFailure(f"batch {what} failed: {diagnosis.sentence if diagnosis else _describe(exc)}") from None
+            raise BatchFailure(f"batch {what} failed: {diagnosis.sentence if diagnosis else describe(exc)}") from None
         raise AssertionError("unreachable")
 
     def _note(self, local: str, **fields: Any) -> None:
@@ -485,36 +435,6 @@ class BatchCollector:
             relaxed_gc(False)
 
 
-# ----------------------------------------------------------------------------- management
-def _api_for(endpoint: str) -> openai.AsyncOpenAI:
-    from .secrets import key_for
-    from .specs import parse_model_spec
-
-    spec = parse_model_spec(endpoint)
-    base_url, _, query = (spec.base_url or "").partition("?")
-    return openai.AsyncOpenAI(
-        base_url=base_url or None,
-        default_query=dict(urllib.parse.parse_qsl(query)) or None,
-        api_key=key_for(spec) or "no-key",
-        max_retries=3,
-    )
-
-
-async def update_batches(path: str | Path, cancel: bool = False, only: str | None = None) -> list[dict[str, Any]]:
-    """Ask the provider for the current state of a journal's unfinished batches (``cancel``: cancel
-    them first; ``only``: just the batch with this id), journal it, and return every batch."""
-    journal = BatchJournal(path)
-    for record in list(journal.records.values()):
-        batch_id = record.get("batch_id")
-        if not batch_id or record.get("state") in FINAL or (only and only not in (batch_id, record["id"])):
-            continue
-        async with _api_for(record["endpoint"]) as api:
-            batch = await (api.batches.cancel(batch_id) if cancel else api.batches.retrieve(batch_id))
-        counts = batch.request_counts.model_dump() if batch.request_counts else record.get("counts")
-        journal.write(record["id"], state=batch.status, counts=counts)
-    return list(journal.records.values())
-
-
 # ----------------------------------------------------------------------------- helpers
 #: The youngest generation's collection threshold while requests wait for batches.
 GC_YOUNG = 50_000
@@ -544,7 +464,3 @@ def _expected_cost(model: str, data: bytes) -> float | None:
     answer tokens a request, at batch prices; None for models without a price."""
     lines = data.count(b"\n")
     return cost_usd(model, len(data) // 4, 300 * lines, True)
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

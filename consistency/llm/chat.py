@@ -16,11 +16,9 @@ its own, and its answer comes back as the same ``ChatCompletion`` (or the same s
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import instructor
 import openai
 from openai._base_client import make_request_options
 from openai.types.chat import ChatCompletion
@@ -36,15 +34,15 @@ def chat_create(
 ) -> Callable[..., Awaitable[Any]]:
     """``client.chat.completions.create`` for JSON-valued parameters, without the transform;
     ``counted`` is told of every request, ``batch`` (batch mode) takes those it batches."""
-    slow = client.chat.completions.create
 
     async def create(**params: Any) -> Any:
-        unknown = params.keys() - _parameters()
+        unknown = params.keys() - parameters()
         if unknown:  # as create itself would refuse it, before any request
             raise TypeError(f"create() got an unexpected keyword argument {min(unknown)!r}")
         counted()
         if params.get("stream") or not _plain(params.get("messages")):
-            return await slow(**params)  # streams and non-list messages keep openai's own path
+            # streams and non-list messages keep openai's own path (whose resources import only then)
+            return await client.chat.completions.create(**params)
         options = make_request_options(
             **{k: params.pop(k) for k in _OPTIONS if k in params}, security={"bearer_auth": True}
         )
@@ -59,27 +57,14 @@ def chat_create(
 
 
 @functools.cache
-def _parameters() -> frozenset[str]:
-    """The keyword arguments ``create`` of the installed ``openai`` takes."""
-    from openai.resources.chat.completions import AsyncCompletions
+def parameters() -> frozenset[str]:
+    """The keyword arguments ``create`` of the installed ``openai`` takes: its request body's fields,
+    ``stream`` and the request options. Read from the parameter types, not from ``create`` itself,
+    whose module imports every resource of the client (a second of start-up on a busy machine)."""
+    from openai.types.chat.completion_create_params import CompletionCreateParamsBase
 
-    return frozenset(inspect.signature(AsyncCompletions.create).parameters) - {"self"}
+    return frozenset(CompletionCreateParamsBase.__annotations__) | {"stream", *_OPTIONS}
 
 
 def _plain(messages: Any) -> bool:
     return isinstance(messages, list) and all(type(m) is dict for m in messages)
-
-
-def instructed(
-    client: openai.AsyncOpenAI, mode: instructor.Mode, create: Callable[..., Awaitable[Any]]
-) -> instructor.AsyncInstructor:
-    """``instructor.from_openai(client, mode)`` whose requests go through ``create``."""
-    from instructor.v2.core.patch import patch_v2
-    from instructor.v2.core.registry import normalize_mode
-
-    if mode in {instructor.Mode.RESPONSES_TOOLS, instructor.Mode.RESPONSES_TOOLS_WITH_INBUILT_TOOLS}:
-        return instructor.from_openai(client, mode=mode)
-    provider = instructor.Provider.OPENAI
-    mode = normalize_mode(provider, mode)
-    patched = patch_v2(func=create, provider=provider, mode=mode)
-    return instructor.AsyncInstructor(client=client, create=patched, provider=provider, mode=mode)

@@ -24,24 +24,30 @@ import contextlib
 import json
 import math
 import random
-import re
 import secrets
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .batch_objects import (
+    BATCH_ENDPOINT,
+    StoredBatch,
+    StoredFile,
+    cursor_page,
+    line_id,
+    line_response,
+    multipart_parts,
+    not_found,
+)
+from .http_server import HTTPError, Request, Response, error_body, json_response
 from .replies import Fault
-from .server import HTTPError, Request, Response, _error_body, json_response
 
 if TYPE_CHECKING:
     from .server import ScriptedServer
 
 __all__ = ["BATCH_ENDPOINT", "BatchAPI", "BatchBehaviour"]
 
-BATCH_ENDPOINT = "/v1/chat/completions"
-_WINDOW = 24 * 3600
 _TERMINAL = ("failed", "completed", "expired", "cancelled")
 _PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data")
 _YIELD_EVERY = 200  # lines run between two yields to the event loop, so the server stays responsive
@@ -69,132 +75,15 @@ class BatchBehaviour:
     """Write output and error lines in a shuffled order, as a client must not rely on the input's."""
 
 
-@dataclass
-class _File:
-    """A stored file: ``buffer[start:end]`` (an upload stays in the request body it came in, uncopied)."""
-
-    id: str
-    filename: str
-    purpose: str
-    created_at: int
-    buffer: bytes | bytearray
-    start: int
-    end: int
-
-    @property
-    def view(self) -> memoryview:
-        return memoryview(self.buffer)[self.start : self.end]
-
-    def lines(self) -> Iterator[tuple[int, int, int]]:
-        """(1-based number, start, end) of each line; a final newline does not start another line."""
-        pos, number = self.start, 0
-        while pos < self.end:
-            newline = self.buffer.find(b"\n", pos, self.end)
-            stop = self.end if newline < 0 else newline
-            number += 1
-            yield number, pos, stop
-            pos = stop + 1
-
-    def object(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "object": "file",
-            "bytes": self.end - self.start,
-            "created_at": self.created_at,
-            "filename": self.filename,
-            "purpose": self.purpose,
-            "status": "processed",
-            "expires_at": None,
-            "status_details": None,
-        }
-
-
-@dataclass
-class _Batch:
-    id: str
-    input_file_id: str
-    created_at: int
-    metadata: dict[str, str] | None
-    status: str = "validating"
-    model: str | None = None
-    errors: list[dict[str, Any]] | None = None
-    output_file_id: str | None = None
-    error_file_id: str | None = None
-    times: dict[str, int] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=lambda: {"total": 0, "completed": 0, "failed": 0})
-    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
-    cancel: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def object(self) -> dict[str, Any]:
-        prompt, completion = self.usage["prompt_tokens"], self.usage["completion_tokens"]
-        return {
-            "id": self.id,
-            "object": "batch",
-            "endpoint": BATCH_ENDPOINT,
-            "model": self.model,
-            "errors": {"object": "list", "data": self.errors} if self.errors else None,
-            "input_file_id": self.input_file_id,
-            "completion_window": "24h",
-            "status": self.status,
-            "output_file_id": self.output_file_id,
-            "error_file_id": self.error_file_id,
-            "created_at": self.created_at,
-            "expires_at": self.created_at + _WINDOW,
-            **{f"{name}_at": self.times.get(name) for name in _STAMPS},
-            "request_counts": dict(self.counts),
-            "usage": {
-                "input_tokens": prompt,
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": completion,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": prompt + completion,
-            },
-            "metadata": self.metadata,
-        }
-
-
-_STAMPS = ("in_progress", "finalizing", "completed", "failed", "expired", "cancelling", "cancelled")
-
-
-def _not_found(kind: str, ident: str, param: str = "id") -> HTTPError:
-    return HTTPError(404, f"No such {kind} object: {ident}", None, param=param)
-
-
-def _multipart(body: bytearray, content_type: str) -> dict[str, tuple[str | None, int, int]]:
-    """The parts of a ``multipart/form-data`` body by field name: (filename, start, end) of the content
-    in ``body``, so a 200 MB upload is never copied."""
-    found = re.search(r'boundary="?([^";]+)"?', content_type)
-    if not content_type.startswith("multipart/form-data") or found is None:
-        raise HTTPError(400, "Uploads must be multipart/form-data with a boundary.", "invalid_request")
-    delimiter = b"--" + found.group(1).encode("latin-1")
-    parts: dict[str, tuple[str | None, int, int]] = {}
-    pos = body.find(delimiter)
-    while pos >= 0:
-        pos += len(delimiter)
-        if body[pos : pos + 2] == b"--":
-            return parts
-        head_end = body.find(b"\r\n\r\n", pos)
-        end = body.find(b"\r\n" + delimiter, head_end)
-        if head_end < 0 or end < 0:
-            break
-        head = body[pos:head_end].decode("utf-8", "replace")
-        name = re.search(r'\bname="([^"]*)"', head)
-        filename = re.search(r'\bfilename="([^"]*)"', head)
-        if name is not None:
-            parts[name.group(1)] = (filename.group(1) if filename else None, head_end + 4, end)
-        pos = end + 2
-    raise HTTPError(400, "The multipart body is truncated or malformed.", "invalid_request")
-
-
 class BatchAPI:
     """The Files + Batch API of one :class:`~.server.ScriptedServer` (it is ``server.batches``)."""
 
     def __init__(self, server: ScriptedServer, behaviour: BatchBehaviour | None = None) -> None:
         self.server = server
         self.behaviour = behaviour if behaviour is not None else BatchBehaviour()
-        self._lock = server._lock  # one lock for the whole record, read from the test thread
-        self._files: dict[str, _File] = {}
-        self._batches: dict[str, _Batch] = {}
+        self._lock = server.lock  # one lock for the whole record, read from the test thread
+        self._files: dict[str, StoredFile] = {}
+        self._batches: dict[str, StoredBatch] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._executions: Counter[str] = Counter()
         self._files_uploaded = 0
@@ -255,18 +144,18 @@ class BatchAPI:
 
     def _new_file(
         self, filename: str, purpose: str, buffer: bytes | bytearray, start: int = 0, end: int | None = None
-    ) -> _File:
+    ) -> StoredFile:
         end = len(buffer) if end is None else end
-        stored = _File(f"file-{secrets.token_hex(12)}", filename, purpose, int(time.time()), buffer, start, end)
+        stored = StoredFile(f"file-{secrets.token_hex(12)}", filename, purpose, int(time.time()), buffer, start, end)
         with self._lock:
             self._files[stored.id] = stored
         return stored
 
-    def _get_file(self, file_id: str, param: str = "id") -> _File:
+    def _get_file(self, file_id: str, param: str = "id") -> StoredFile:
         with self._lock:
             stored = self._files.get(file_id)
         if stored is None:
-            raise _not_found("File", file_id, param)
+            raise not_found("File", file_id, param)
         return stored
 
     async def _upload(self, request: Request) -> Response:
@@ -278,8 +167,8 @@ class BatchAPI:
             status = self.behaviour.upload_failure_status
             message = f"The server had an error while processing your upload (scripted {status})."
             kind = "server_error" if status >= 500 else "invalid_request_error"
-            return json_response(status, _error_body(message, kind, None))
-        parts = _multipart(request.body, request.headers.get("content-type", ""))
+            return json_response(status, error_body(message, kind, None))
+        parts = multipart_parts(request.body, request.headers.get("content-type", ""))
         if "purpose" not in parts:
             raise HTTPError(400, "Missing required parameter: 'purpose'.", "missing_required_parameter")
         _, start, end = parts["purpose"]
@@ -300,7 +189,7 @@ class BatchAPI:
             files = [f.object() for f in self._files.values() if purpose in (None, f.purpose)]
         if request.query.get("order", "desc") == "desc":
             files.reverse()
-        return _cursor_page(files, request.query, "File", default=10_000, most=10_000)
+        return cursor_page(files, request.query, "File", default=10_000, most=10_000)
 
     async def _file(self, request: Request) -> Response:
         return json_response(200, self._get_file(request.params["file_id"]).object())
@@ -318,14 +207,14 @@ class BatchAPI:
 
     # ---- batches ----------------------------------------------------------------------------
 
-    def _get_batch(self, batch_id: str) -> _Batch:
+    def _get_batch(self, batch_id: str) -> StoredBatch:
         with self._lock:
             batch = self._batches.get(batch_id)
         if batch is None:
-            raise _not_found("Batch", batch_id)
+            raise not_found("Batch", batch_id)
         return batch
 
-    def _answer(self, batch: _Batch) -> Response:
+    def _answer(self, batch: StoredBatch) -> Response:
         with self._lock:
             return json_response(200, batch.object())
 
@@ -350,7 +239,7 @@ class BatchAPI:
         if stored.purpose != "batch":
             message = f"The input file {stored.id} has purpose '{stored.purpose}'; a batch needs purpose 'batch'."
             raise HTTPError(400, message, "invalid_value")
-        batch = _Batch(f"batch_{secrets.token_hex(12)}", stored.id, int(time.time()), metadata)
+        batch = StoredBatch(f"batch_{secrets.token_hex(12)}", stored.id, int(time.time()), metadata)
         with self._lock:
             self._batches[batch.id] = batch
             self._batches_created += 1
@@ -377,17 +266,17 @@ class BatchAPI:
     async def _list(self, request: Request) -> Response:
         with self._lock:
             newest_first = [b.object() for b in reversed(self._batches.values())]
-        return _cursor_page(newest_first, request.query, "Batch", default=20, most=100)
+        return cursor_page(newest_first, request.query, "Batch", default=20, most=100)
 
     # ---- running a batch --------------------------------------------------------------------
 
-    def _set(self, batch: _Batch, status: str) -> None:
+    def _set(self, batch: StoredBatch, status: str) -> None:
         with self._lock:
             batch.times[status] = int(time.time())
             if batch.status != "cancelling" or status in _TERMINAL:  # a cancel is not undone by progress
                 batch.status = status
 
-    def _validate(self, stored: _File) -> tuple[list[tuple[str, int, int]], list[dict[str, Any]], str]:
+    def _validate(self, stored: StoredFile) -> tuple[list[tuple[str, int, int]], list[dict[str, Any]], str]:
         """(custom_id, start, end) of each line, the errors OpenAI would report, and the file's model.
 
         Only offsets are kept: a line is parsed again when it runs, so a 200 MB file is not held
@@ -454,7 +343,7 @@ class BatchAPI:
             requests.append((custom_id, start, end))
         return requests, errors, model
 
-    async def _run(self, batch: _Batch, stored: _File) -> None:
+    async def _run(self, batch: StoredBatch, stored: StoredFile) -> None:
         await asyncio.sleep(0)  # the create call answers "validating" first
         requests, errors, model = self._validate(stored)
         with self._lock:
@@ -497,14 +386,14 @@ class BatchAPI:
         )
         for custom_id, _start, _end in requests[len(done) :]:
             error = {"code": code, "message": message}
-            line = {"id": _line_id(), "custom_id": custom_id, "response": None, "error": error}
+            line = {"id": line_id(), "custom_id": custom_id, "response": None, "error": error}
             done.append((False, line))
             with self._lock:
                 batch.counts["failed"] += 1
         self._write_results(batch, done)
         self._set(batch, "cancelled" if cancelled else "expired" if expire else "completed")
 
-    def _write_results(self, batch: _Batch, done: list[tuple[bool, dict[str, Any]]]) -> None:
+    def _write_results(self, batch: StoredBatch, done: list[tuple[bool, dict[str, Any]]]) -> None:
         if self.behaviour.shuffle_output:
             with self._lock:
                 self._shuffles += 1
@@ -519,19 +408,19 @@ class BatchAPI:
             with self._lock:
                 setattr(batch, f"{name}_file_id", stored.id)
 
-    async def _execute(self, batch: _Batch, custom_id: str, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    async def _execute(self, batch: StoredBatch, custom_id: str, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """Run one line the way ``/v1/chat/completions`` answers it: (its result line, whether it succeeded)."""
         with self._lock:
             self._executions[custom_id] += 1
-        line: dict[str, Any] = {"id": _line_id(), "custom_id": custom_id, "response": None, "error": None}
+        line: dict[str, Any] = {"id": line_id(), "custom_id": custom_id, "response": None, "error": None}
         try:
             request, outcome = await self.server.decide(body)
         except HTTPError as exc:
-            return {**line, "response": _response(exc.status, _error_body(exc.message, exc.kind, exc.code))}, False
+            return {**line, "response": line_response(exc.status, error_body(exc.message, exc.kind, exc.code))}, False
         if isinstance(outcome, Fault):
             if outcome.kind == "status":
-                error_body, _headers = self.server.fault_error(outcome)
-                return {**line, "response": _response(outcome.status, error_body)}, False
+                fault_body, _headers = self.server.fault_error(outcome)
+                return {**line, "response": line_response(outcome.status, fault_body)}, False
             if outcome.kind == "hang":
                 wait = min(outcome.seconds, self.behaviour.hang_timeout)
                 if wait > 0:
@@ -542,36 +431,8 @@ class BatchAPI:
                 error = {"code": "server_error", "message": f"The server had an error (scripted {outcome.kind})."}
             return {**line, "error": error}, False
         completion = self.server.completion(request, outcome)
-        self.server._bill(completion["usage"])
+        self.server.bill(completion["usage"])
         with self._lock:
             for name in batch.usage:
                 batch.usage[name] += completion["usage"][name]
-        return {**line, "response": _response(200, completion)}, True
-
-
-def _cursor_page(items: list[dict[str, Any]], query: dict[str, str], kind: str, default: int, most: int) -> Response:
-    """One page of a list endpoint, OpenAI's way: ``limit`` objects after the one whose id is ``after``."""
-    try:
-        limit = int(query.get("limit", default))
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= most:
-        raise HTTPError(400, f"'limit' must be an integer between 1 and {most}.", "invalid_value", param="limit")
-    after = query.get("after")
-    if after:
-        ids = [item["id"] for item in items]
-        if after not in ids:
-            raise _not_found(kind, after, "after")
-        items = items[ids.index(after) + 1 :]
-    page = items[:limit]
-    first, last = (page[0]["id"], page[-1]["id"]) if page else (None, None)
-    listing = {"object": "list", "data": page, "first_id": first, "last_id": last, "has_more": len(items) > limit}
-    return json_response(200, listing)
-
-
-def _line_id() -> str:
-    return f"batch_req_{secrets.token_hex(12)}"
-
-
-def _response(status: int, body: dict[str, Any]) -> dict[str, Any]:
-    return {"status_code": status, "request_id": secrets.token_hex(16), "body": body}
+        return {**line, "response": line_response(200, completion)}, True

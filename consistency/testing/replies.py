@@ -58,7 +58,7 @@ class ScriptedRequest:
     @property
     def wants_json(self) -> bool:
         """Whether the client asked for a structured answer (tools or a JSON response format)."""
-        return self.tool_name is not None or _response_format_type(self.response_format) in _JSON_FORMATS
+        return self.tool_name is not None or response_format_type(self.response_format) in _JSON_FORMATS
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +136,7 @@ Outcome = Reply | Fault
 Rule = Callable[[ScriptedRequest], Outcome | Awaitable[Outcome]]
 
 
-async def _call(rule: Rule, request: ScriptedRequest) -> Outcome:
+async def call_rule(rule: Rule, request: ScriptedRequest) -> Outcome:
     """Run a sync or async rule and check what it returns, so rule bugs fail loudly."""
     result = rule(request)
     if inspect.isawaitable(result):
@@ -146,7 +146,7 @@ async def _call(rule: Rule, request: ScriptedRequest) -> Outcome:
     return result
 
 
-def _response_format_type(response_format: Any) -> str | None:
+def response_format_type(response_format: Any) -> str | None:
     return response_format.get("type") if isinstance(response_format, Mapping) else None
 
 
@@ -165,7 +165,7 @@ def faults_then(rule: Rule, *faults: Fault) -> Rule:
     async def faults_then_rule(request: ScriptedRequest) -> Outcome:
         if request.attempt < len(faults):
             return faults[request.attempt]
-        return await _call(rule, request)
+        return await call_rule(rule, request)
 
     return faults_then_rule
 
@@ -191,7 +191,7 @@ def together(rule: Rule, n: int, wait: float = 30.0) -> Rule:
                 await asyncio.wait_for(everyone[0].wait(), wait)
             except TimeoutError:
                 return replace(Fault.server_error(500), message=f"only {len(arrived)} of {n} requests came together")
-        return await _call(rule, request)
+        return await call_rule(rule, request)
 
     return together_rule
 
@@ -204,7 +204,7 @@ def every_nth(rule: Rule, n: int, fault: Fault) -> Rule:
     async def every_nth_rule(request: ScriptedRequest) -> Outcome:
         if (request.index + 1) % n == 0:
             return fault
-        return await _call(rule, request)
+        return await call_rule(rule, request)
 
     return every_nth_rule
 
@@ -252,6 +252,6 @@ def random_faults(
         for edge, fault in bands:
             if draw < edge:
                 return fault
-        return await _call(rule, request)
+        return await call_rule(rule, request)
 
     return random_faults_rule

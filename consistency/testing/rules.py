@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .replies import Fault, Outcome, Reply, Rule, ScriptedRequest, _call
+from .replies import Fault, Outcome, Reply, Rule, ScriptedRequest, call_rule
 from .worlds import negated_inner, parse_title, probability
 
 __all__ = [
@@ -43,13 +43,13 @@ _MAX_DEPTH = 8  # past this depth, recursive models ($ref cycles) get empty arra
 # --------------------------------------------------------------------------------------------
 
 
-def _digest(*parts: str) -> bytes:
+def digest(*parts: str) -> bytes:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
 
 
 def _unit(*parts: str) -> float:
     """A uniform-looking number in [0, 1), a pure function of ``parts``."""
-    return int.from_bytes(_digest(*parts)[:8], "big") / 2.0**64
+    return int.from_bytes(digest(*parts)[:8], "big") / 2.0**64
 
 
 def probability_for(text: str) -> float:
@@ -67,7 +67,7 @@ def _forecast_sentence(text: str) -> str:
 
 
 def _plain_sentence(text: str) -> str:
-    return f"Scripted answer {_digest('text', text).hex()[:8]}."
+    return f"Scripted answer {digest('text', text).hex()[:8]}."
 
 
 # A forecast object, for clients that ask for JSON without saying which (``json_object``).
@@ -211,7 +211,7 @@ class _Builder:
         return value if inside(value) else (lo + hi) / 2
 
     def _string(self, schema: Mapping[str, Any], path: str, name: str) -> str:
-        token = _digest(self.seed, path).hex()
+        token = digest(self.seed, path).hex()
         fmt = schema.get("format")
         if fmt == "date-time":
             text = "2024-01-01T00:00:00Z"
@@ -377,8 +377,8 @@ def sequence(*items: Reply | Fault | Rule, then: Rule | None = None) -> Rule:
     async def sequence_rule(request: ScriptedRequest) -> Outcome:
         if request.index < len(items):
             item = items[request.index]
-            return item if isinstance(item, (Reply, Fault)) else await _call(item, request)
-        return await _call(fallback, request)
+            return item if isinstance(item, (Reply, Fault)) else await call_rule(item, request)
+        return await call_rule(fallback, request)
 
     return sequence_rule
 
@@ -390,9 +390,9 @@ def demo_rule() -> Rule:
     return make(probability_rule(), probability_for)
 
 
-def _embedding(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
+def embedding(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
     """A unit vector that is a pure function of ``text`` (sha256 blocks mapped to [-1, 1])."""
-    raw = b"".join(_digest("embedding", str(block), text) for block in range((dim + 31) // 32))[:dim]
+    raw = b"".join(digest("embedding", str(block), text) for block in range((dim + 31) // 32))[:dim]
     values = [(b - 127.5) / 127.5 for b in raw]
     norm = math.sqrt(sum(v * v for v in values))
     return [v / norm for v in values]

@@ -23,7 +23,8 @@ from typing import Any
 from urllib.parse import urlencode
 from xml.sax.saxutils import escape
 
-from .server import Drop, Request, Response, ScriptedServer, json_response
+from .http_server import Drop, Request, Response, json_response
+from .server import ScriptedServer
 
 TOKEN = "fixture-metaculus-token"
 NEWS_KEY = "fixture-news-key"

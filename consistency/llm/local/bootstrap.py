@@ -10,11 +10,11 @@ writes the address it listens on to a file the owner waits for.
 
 from __future__ import annotations
 
-_MARKER = "consistency-local-server"  # in the server's command line: tells our servers from other processes
-_OWNER_VAR = "CC_LOCAL_OWNER_PID"  # the owner's pid, for the watchdog; read (and removed) by _BOOTSTRAP
+MARKER = "consistency-local-server"  # in the server's command line: tells our servers from other processes
+OWNER_VAR = "CC_LOCAL_OWNER_PID"  # the owner's pid, for the watchdog; read (and removed) by BOOTSTRAP
 
-#: Run in the server process as ``python -P -c _BOOTSTRAP <config JSON> <ready file>``.
-_BOOTSTRAP = r"""# consistency-local-server: llama.cpp's server (xllamacpp), stopped when its owner is gone
+#: Run in the server process as ``python -P -c BOOTSTRAP <config JSON> <ready file>``.
+BOOTSTRAP = r"""# consistency-local-server: llama.cpp's server (xllamacpp), stopped when its owner is gone
 import json, os, signal, sys, threading, time
 
 def _watch_owner(owner):

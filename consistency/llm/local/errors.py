@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-_INSTALL_HINT = 'pip install -e ".[local]"'
+INSTALL_HINT = 'pip install -e ".[local]"'
 
 
 class LocalModelError(RuntimeError):

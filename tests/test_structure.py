@@ -1,0 +1,158 @@
+"""The package's shape: no import cycles, no module borrowing another's private names, no huge files.
+
+Read from the source by ``ast`` (nothing is imported), so the rules hold for every module whether a
+test imports it or not. An import inside a function still ties two modules together and counts;
+imports under ``if TYPE_CHECKING:`` do not (they never run). The source is parsed in a fresh
+interpreter: CPython 3.11.7's ``ast`` fails with "recursion depth mismatch" in a process where an
+earlier test hit a RecursionError (deeply nested JSON).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import consistency
+
+PACKAGE = Path(consistency.__file__).parent
+#: "~500 lines" in the developers' guide; a file past this has become a grab-bag: split it.
+MAX_LINES = 600
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _imports(module: str) -> list[tuple[str, str]]:
+    """(module imported, name taken) for every import of ``module`` inside the package."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(n) for n in ast.walk(node))
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base, node.module] if node.module else base)
+            for alias in node.names:
+                found.append((target, alias.name))
+        elif isinstance(node, ast.Import):
+            found.extend((alias.name, "") for alias in node.names)
+    return [(t, n) for t, n in found if t == PACKAGE.name or t.startswith(PACKAGE.name + ".")]
+
+
+def _edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for module in MODULES:
+        deps = set()
+        for target, name in _imports(module):
+            dep = f"{target}.{name}" if f"{target}.{name}" in MODULES else target
+            if dep in MODULES and dep != module:
+                deps.add(dep)
+        if MODULES[module].name == "__init__.py":  # a package re-exporting its own modules is no cycle
+            deps = {d for d in deps if not d.startswith(module + ".")}
+        edges[module] = deps
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (iterative Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def analyse() -> dict[str, object]:
+    """Cycles, private names borrowed across modules, and files over :data:`MAX_LINES`."""
+    borrowed = []
+    for module in MODULES:
+        for target, name in _imports(module):
+            private = name.startswith("_") and not name.startswith("__")
+            if private and f"{target}.{name}" not in MODULES and target != module:
+                borrowed.append(f"{module} imports {name} from {target}")
+    long = {}
+    for path in MODULES.values():
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_LINES:
+            long[str(path.relative_to(PACKAGE.parent))] = lines
+    return {"modules": len(MODULES), "cycles": _cycles(_edges()), "borrowed": borrowed, "long": long}
+
+
+@cache
+def _analysis() -> dict:
+    code = f"import sys, json; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+    code += "import test_structure; print(json.dumps(test_structure.analyse()))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles_in_the_package():
+    assert _analysis()["modules"] > 50
+    assert _analysis()["cycles"] == [], "modules that import each other (directly or around a loop)"
+
+
+def test_no_module_imports_private_names_of_another():
+    assert _analysis()["borrowed"] == [], "what two modules share belongs in a public name of its own"
+
+
+def test_no_file_is_a_grab_bag():
+    assert _analysis()["long"] == {}, f"files over {MAX_LINES} lines: split them along their responsibilities"
