@@ -80,3 +80,19 @@ def test_without_question_overlap_the_error_names_split_and_pair(scored, tmp_pat
     fixed = cc("correlate", str(tmp_path), "scored", "--split", "scraped=20240501_20240815",
                "--split", "newsapi=20240701_20240831", "--bootstrap", "50", cwd=scored)  # fmt: skip
     assert fixed.returncode == 0, fixed.stderr
+
+
+def test_the_tutorial_shows_this_output(tmp_path):
+    """docs/tutorials/paper-tables.md shows the two commands' output on this fixture: it must stay what they print."""
+    from docs_examples import DOCS, normalised
+
+    page = (DOCS / "tutorials" / "paper-tables.md").read_text(encoding="utf-8")
+    shown = page.split("<!-- output of tests/test_paper_table1.py -->\n```text\n", 1)[1].split("\n```", 1)[0]
+    build(tmp_path / "cf" / "src" / "data" / "forecasts")
+    printed = []
+    for argv in (["score", "cf/src/data/forecasts", "-o", "scored"], ["correlate", "cf/src/data/forecasts", "scored"]):
+        env = os.environ | {"NO_COLOR": "1", "COLUMNS": "200"}
+        done = subprocess.run([str(CC), *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert done.returncode == 0, done.stdout
+        printed.append(f"$ cc {' '.join(argv)}\n{done.stdout.decode()}".rstrip("\n"))
+    assert normalised("\n".join(printed)) == normalised(shown)
