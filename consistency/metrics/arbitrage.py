@@ -91,15 +91,17 @@ def arbitrage(
     problem = _Problem.of(worlds)
     w = np.ascontiguousarray(w, dtype=float)
     # Face by face first (closed forms and a few Newton steps); the active-set solver takes the rest.
+    N, n = F.shape
     if faces:
-        lam, done = problem.faces.solve(F, problem.logs(F), w, tol)
+        lam, done, (prices, profits, upper) = problem.faces.solve(F, problem.logs(F), w, tol)
     else:
-        lam, done = np.zeros((len(F), problem.k)), np.zeros(len(F), dtype=bool)
+        lam, done = np.zeros((N, problem.k)), np.zeros(N, dtype=bool)
+        prices, profits, upper = np.empty((N, n)), np.empty((N, problem.k)), np.empty(N)
     iterations = 0
     if not done.all():
-        rest = ~done
+        rest = np.flatnonzero(~done)
         lam[rest], iterations = problem.solve(F[rest], w[rest], tol, max_iter)
-    prices, profits, upper = problem.bounds(lam, F, w)
+        prices[rest], profits[rest], upper[rest] = problem.bounds(lam[rest], F[rest], w[rest])
     lower = profits.min(axis=1)
     # Any prices give a valid guarantee; when q(λ) guarantees less than nothing, not trading does.
     no_trade = lower <= 0
@@ -118,6 +120,7 @@ class _Problem:
         self.AT = (worlds == 1).astype(float)
         self.AF = (worlds == 0).astype(float)
         self.AR = self.AT + self.AF
+        self.unconditional = bool((worlds >= 0).all())
         # removable[mask, j]: world j may leave the face `mask` without making the dual's
         # gradient infinite at the boundary (every value it gives a field is still given
         # by a world on the face). Other worlds are kept strictly inside by damping.
@@ -185,9 +188,14 @@ class _Problem:
     def _profits(self, t, f, m, L, w) -> np.ndarray:
         """Profit in each world at prices q = t/m: shape (N, k)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            logm = np.log(m)
-            lt = np.where(m > 0, np.maximum(np.log(t) - logm - L[0], -_BIG), 0.0)
-            lf = np.where(m > 0, np.maximum(np.log(f) - logm - L[1], -_BIG), 0.0)
+            if self.unconditional:  # every field resolves in every world: m_i = Σλ for all i, never 0
+                logm = np.log(m[:, :1])
+                lt = np.maximum(np.log(t) - logm - L[0], -_BIG)
+                lf = np.maximum(np.log(f) - logm - L[1], -_BIG)
+            else:
+                logm = np.log(m)
+                lt = np.where(m > 0, np.maximum(np.log(t) - logm - L[0], -_BIG), 0.0)
+                lf = np.where(m > 0, np.maximum(np.log(f) - logm - L[1], -_BIG), 0.0)
         return (w * lt) @ self.AT.T + (w * lf) @ self.AF.T
 
     def _dual(self, lam: np.ndarray, L, w: np.ndarray) -> np.ndarray:

@@ -41,9 +41,11 @@ class FacePlan:
         # each later face only sees the tuples the earlier ones left.
         self.faces.sort(key=lambda f: (f.newton, f.iterative, -len(f.worlds)))
 
-    def solve(self, F: np.ndarray, L, w: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-        """λ for every tuple (shape (N, k)) and which tuples it certifies.
+    def solve(self, F: np.ndarray, L, w: np.ndarray, tol: float):
+        """λ for every tuple (shape (N, k)), which tuples it certifies, and for those the bounds.
 
+        The bounds are those of :meth:`.arbitrage._Problem.bounds`: prices q(λ), the profits at
+        them in every world (their minimum is the lower bound) and D(λ) (the upper bound).
         The certificate's relative tolerance is ``tol`` or :data:`CERTIFY_TOL`, whichever is larger:
         closed forms of near-degenerate tuples (forecasts within 1e-3 of 0 or 1) lose a few digits
         to rounding, which costs nothing against the 1e-9 the results promise but would send them
@@ -52,37 +54,46 @@ class FacePlan:
         tol = max(tol, CERTIFY_TOL)
         N, k = F.shape[0], self.problem.k
         lam = np.zeros((N, k))
+        prices, profits, upper = np.empty_like(F), np.empty((N, k)), np.empty(N)
         done = np.zeros(N, dtype=bool)
         pending = np.arange(N)
+        wL = (w * L[0], w * L[1])
         for face in self.faces:
             if pending.size == 0:
                 break
             rows = pending
-            Lr = (L[0][rows], L[1][rows])
-            sub = face.start(F[rows], Lr, w[rows])
+            if rows.size == N:
+                Lr, wr, wLr = L, w, wL
+            else:
+                Lr, wr, wLr = (L[0][rows], L[1][rows]), w[rows], (wL[0][rows], wL[1][rows])
+            sub = face.start(Lr, wr, wLr)
             left = np.ones(rows.size, dtype=bool)
             for steps in face.stages:
                 if steps:
-                    sub[left] = _newton(face, sub[left], (Lr[0][left], Lr[1][left]), w[rows[left]], steps)
+                    sub[left] = _newton(face, sub[left], (Lr[0][left], Lr[1][left]), wr[left], steps)
                 cand = np.flatnonzero(left & (sub >= 0).all(axis=1))  # λ < 0: not this face
                 full = np.zeros((cand.size, k))
                 full[:, face.worlds] = sub[cand]
-                ok = self.certified(full, (Lr[0][cand], Lr[1][cand]), w[rows[cand]], tol)
-                lam[rows[cand[ok]]] = full[ok]
+                ok, t, m, g, D = self.certified(full, (Lr[0][cand], Lr[1][cand]), wr[cand], tol)
+                hit = rows[cand[ok]]
+                lam[hit] = full[ok]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    prices[hit] = np.where(m[ok] > 0, t[ok] / m[ok], F[hit])
+                profits[hit], upper[hit] = g[ok], D[ok]
                 left[cand[ok]] = False
                 if not left.any():
                     break
             done[rows[~left]] = True
             pending = rows[left]
-        return lam, done
+        return lam, done, (prices, profits, upper)
 
-    def certified(self, lam: np.ndarray, L, w: np.ndarray, tol: float) -> np.ndarray:
-        """Whether D(λ) and the worst profit at q(λ) meet within the solver's own tolerance."""
+    def certified(self, lam: np.ndarray, L, w: np.ndarray, tol: float):
+        """Whether D(λ) and the worst profit at q(λ) meet within the tolerance; and t, m, g, D."""
         with np.errstate(all="ignore"):
-            _, _, _, g, D = self.problem._state(lam, L, w)
+            t, _, m, g, D = self.problem._state(lam, L, w)
             slack = tol * (1.0 + np.einsum("ij,ij->i", lam, np.abs(np.maximum(g, -1e30))))
             gap = D - g.min(axis=1)
-        return np.isfinite(gap) & (gap <= slack) & np.all(lam >= 0, axis=1)
+        return np.isfinite(gap) & (gap <= slack), t, m, g, D
 
 
 class Groups:
@@ -138,13 +149,13 @@ class Groups:
             relation = (null[:n_groups], null[n_groups])  # Σ c_g p_g = c₀ on the face
         return cls(same, flip, np.linalg.inv(A), np.array(pick), relation)
 
-    def solve(self, L, w: np.ndarray) -> np.ndarray:
-        wt, wf = w * L[0], w * L[1]
+    def solve(self, w: np.ndarray, wL) -> np.ndarray:
+        wt, wf = wL
         total = np.maximum(w @ (self.same + self.flip), _TINY)
-        u = (wt @ self.same + wf @ self.flip) / total  # log F̃_g up to a common term
-        v = (wf @ self.same + wt @ self.flip) / total  # log (1 - F̃_g), same term
-        price = np.exp(u - np.logaddexp(u, v)) if self.relation is None else self._constrained(u - v, total)
-        return np.hstack([price[:, self.pick], np.ones((len(w), 1))]) @ self.inv  # negative: not this face
+        logit = (wt @ self.same + wf @ self.flip - wf @ self.same - wt @ self.flip) / total  # logit F̃_g
+        with np.errstate(over="ignore"):
+            price = 1.0 / (1.0 + np.exp(-logit)) if self.relation is None else self._constrained(logit, total)
+        return price[:, self.pick] @ self.inv[:-1] + self.inv[-1]  # negative somewhere: not this face
 
     def _constrained(self, logit: np.ndarray, total: np.ndarray) -> np.ndarray:
         c, c0 = self.relation
@@ -229,15 +240,18 @@ class Face:
                 return base, e
         return None
 
-    def start(self, F: np.ndarray, L, w: np.ndarray) -> np.ndarray:
-        """The face's closed form where it has one, else Newton's starting point (shape (N, face size))."""
+    def start(self, L, w: np.ndarray, wL) -> np.ndarray:
+        """The face's closed form where it has one, else Newton's starting point (shape (N, face size)).
+
+        ``wL`` is ``(w * log F, w * log(1 - F))``, shared by all faces.
+        """
         sub = self.sub
         if self.chain is not None:
             return self._chain_solution(L, w)
         if self.separable is not None:
-            return self.separable.solve(L, w)
+            return self.separable.solve(w, wL)
         # ℓ_ω: the weighted log-likelihood of each world of the face.
-        loglik = (w * L[0]) @ sub.AT.T + (w * L[1]) @ sub.AF.T
+        loglik = wL[0] @ sub.AT.T + wL[1] @ sub.AF.T
         split = (sub.AT.sum(axis=0) > 0) & (sub.AF.sum(axis=0) > 0)  # fields that tell worlds apart
         W = np.maximum((w * split).sum(axis=1, keepdims=True), _TINY)
         # Two worlds: the exact optimum; otherwise a start most tuples converge from in six or seven steps.
