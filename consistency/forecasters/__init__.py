@@ -7,7 +7,15 @@ Built-ins are selectable by name: ``basic``, ``cot``, ``constant``, ``uniform``,
 from .arbitrage import ArbitrageForecaster
 from .base import CallNote, Forecaster, ForecastError, ForecastOutcome, Occurrence, current_occurrence, note_call
 from .crowd import CrowdForecaster, pool
-from .llm import BasicForecaster, CoTForecaster, ExtractedForecast, ForecastAnswer, LLMForecaster, forecast_messages
+from .llm import (
+    BasicForecaster,
+    CoTForecaster,
+    ExtractedForecast,
+    ForecastAnswer,
+    LLMForecaster,
+    ProbabilityAnswer,
+    forecast_messages,
+)
 from .loading import (
     ForecasterSpecError,
     forecaster_class,
@@ -38,6 +46,7 @@ __all__ = [
     "ForecasterSpecError",
     "LLMForecaster",
     "Occurrence",
+    "ProbabilityAnswer",
     "ReplayForecaster",
     "UniformForecaster",
     "current_occurrence",
