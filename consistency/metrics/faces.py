@@ -56,35 +56,45 @@ class FacePlan:
         lam = np.zeros((N, k))
         prices, profits, upper = np.empty_like(F), np.empty((N, k)), np.empty(N)
         done = np.zeros(N, dtype=bool)
-        pending = np.arange(N)
         wL = (w * L[0], w * L[1])
-        for face in self.faces:
-            if pending.size == 0:
-                break
-            rows = pending
-            if rows.size == N:
-                Lr, wr, wLr = L, w, wL
+
+        def accept(rows: np.ndarray, sub: np.ndarray, face: Face) -> np.ndarray:
+            """Certify ``sub`` (λ on ``face``) for ``rows``; record and return which passed."""
+            full = np.zeros((rows.size, k))
+            full[:, face.worlds] = sub
+            ok, t, m, g, D = self.certified(full, (L[0][rows], L[1][rows]), w[rows], tol)
+            hit = rows[ok]
+            lam[hit] = full[ok]
+            if self.problem.unconditional:  # every field resolves: m > 0
+                prices[hit] = t[ok] / m[ok]
             else:
-                Lr, wr, wLr = (L[0][rows], L[1][rows]), w[rows], (wL[0][rows], wL[1][rows])
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    prices[hit] = np.where(m[ok] > 0, t[ok] / m[ok], F[hit])
+            profits[hit], upper[hit] = g[ok], D[ok]
+            done[hit] = True
+            return ok
+
+        for face in self.faces:
+            if done.all():
+                break
+            if not face.iterative:
+                # A closed form costs less than gathering the rows left: computed for all, certified
+                # only where λ is a distribution (elsewhere the optimum is on another face).
+                sub = face.start(L, w, wL)
+                rows = np.flatnonzero(~done & (sub >= 0).all(axis=1))
+                accept(rows, sub[rows], face)
+                continue
+            rows = np.flatnonzero(~done)
+            Lr, wr, wLr = (L[0][rows], L[1][rows]), w[rows], (wL[0][rows], wL[1][rows])
             sub = face.start(Lr, wr, wLr)
             left = np.ones(rows.size, dtype=bool)
             for steps in face.stages:
                 if steps:
                     sub[left] = _newton(face, sub[left], (Lr[0][left], Lr[1][left]), wr[left], steps)
                 cand = np.flatnonzero(left & (sub >= 0).all(axis=1))  # λ < 0: not this face
-                full = np.zeros((cand.size, k))
-                full[:, face.worlds] = sub[cand]
-                ok, t, m, g, D = self.certified(full, (Lr[0][cand], Lr[1][cand]), wr[cand], tol)
-                hit = rows[cand[ok]]
-                lam[hit] = full[ok]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    prices[hit] = np.where(m[ok] > 0, t[ok] / m[ok], F[hit])
-                profits[hit], upper[hit] = g[ok], D[ok]
-                left[cand[ok]] = False
+                left[cand[accept(rows[cand], sub[cand], face)]] = False
                 if not left.any():
                     break
-            done[rows[~left]] = True
-            pending = rows[left]
         return lam, done, (prices, profits, upper)
 
     def certified(self, lam: np.ndarray, L, w: np.ndarray, tol: float):
@@ -199,7 +209,12 @@ class Face:
         self.separable = self._separable()
         closed = len(worlds) == 2 or self.separable is not None
         self.newton = not (closed or self.chain is not None)
-        self.iterative = self.newton or (self.separable is not None and self.separable.relation is not None)
+        # Iterative: Newton steps, τ's root, or a chain form that weighted tuples refine by Newton steps.
+        self.iterative = (
+            self.newton
+            or self.chain is not None
+            or (self.separable is not None and self.separable.relation is not None)
+        )
         # Newton steps before each certification: closed forms are certified as they are; a closed
         # form that needs equal weights gets Newton steps for the weighted tuples.
         self.stages = (0,) if closed else (0, 5, 2, 2) if self.chain else (5, 2, 2)
