@@ -58,13 +58,18 @@ def post(base_url: str, body: dict, timeout: float = 3600.0) -> dict:
         return json.loads(resp.read())
 
 
+def warm_up(base_url: str) -> None:
+    """One token for an unrelated prompt: the weights are paged in, no measured prompt is cached."""
+    post(base_url, {"model": "local", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 1})
+
+
 def measure(base_url: str, bodies: list[dict], concurrency: int, budget: float = 3600.0) -> dict:
     """Send ``bodies`` ``concurrency`` at a time; throughput and token counts from llama.cpp's timings.
 
     Requests not answered within ``budget`` seconds are given up (a configuration far too slow for
     the machine's load); the rate then counts the answered ones only (``complete=False``).
     """
-    post(base_url, {**bodies[0], "max_tokens": 1})  # warm-up: weights paged in, first slot used
+    warm_up(base_url)
     start = time.perf_counter()
     deadline = start + budget
 
