@@ -57,12 +57,13 @@ class FacePlan:
         prices, profits, upper = np.empty_like(F), np.empty((N, k)), np.empty(N)
         done = np.zeros(N, dtype=bool)
         wL = (w * L[0], w * L[1])
+        unit = bool(np.all(w == 1.0))  # unweighted: certificates need not gather the weights
 
         def accept(rows: np.ndarray, sub: np.ndarray, face: Face) -> np.ndarray:
             """Certify ``sub`` (λ on ``face``) for ``rows``; record and return which passed."""
             full = np.zeros((rows.size, k))
             full[:, face.worlds] = sub
-            ok, t, m, g, D = self.certified(full, (L[0][rows], L[1][rows]), w[rows], tol)
+            ok, t, m, g, D = self.certified(full, (L[0][rows], L[1][rows]), 1.0 if unit else w[rows], tol)
             hit = rows[ok]
             lam[hit] = full[ok]
             if self.problem.unconditional:  # every field resolves: m > 0
