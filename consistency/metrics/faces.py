@@ -86,7 +86,10 @@ class FacePlan:
                 accept(rows, sub[rows], face)
                 continue
             rows = np.flatnonzero(~done)
-            Lr, wr, wLr = (L[0][rows], L[1][rows]), w[rows], (wL[0][rows], wL[1][rows])
+            if rows.size == N:  # the first face (a check with one face): nothing to gather
+                Lr, wr, wLr = L, w, wL
+            else:
+                Lr, wr, wLr = (L[0][rows], L[1][rows]), w[rows], (wL[0][rows], wL[1][rows])
             sub = face.start(Lr, wr, wLr)
             left = np.ones(rows.size, dtype=bool)
             for steps in face.stages:
