@@ -173,6 +173,24 @@ def test_basic_forecaster_over_http():
     assert "Artemis III" in srv.requests[0].last_user_text
 
 
+def test_basic_forecaster_without_reasoning_asks_for_the_probability_alone():
+    """What the bundled model gets by default: a shorter prompt and a schema without free text."""
+    with ScriptedServer(probability_rule()) as srv:
+        out = BasicForecaster(srv.model_spec(), reasoning=False).forecast_sync(Q)
+    request = srv.requests[0]
+    assert set(request.schema["properties"]) == {"prob"}
+    assert "Artemis III" in request.last_user_text and "justification" not in request.last_user_text
+    assert 0.0 <= out.prob <= 1.0 and not out.metadata
+
+
+def test_reasoning_is_off_by_default_only_for_the_bundled_model():
+    assert BasicForecaster("local").reasoning is False
+    assert BasicForecaster("gpt-4o-mini").reasoning is True
+    assert BasicForecaster("http://127.0.0.1:9/v1::m").reasoning is True
+    assert load_forecaster("local", ["reasoning=true"]).reasoning is True
+    assert load_forecaster("basic:gpt-4o-mini", ["reasoning=false"]).reasoning is False
+
+
 def test_cot_keeps_the_reasoning_and_extracts_the_probability():
     with ScriptedServer(probability_rule()) as srv:
         out = CoTForecaster(srv.model_spec()).forecast_sync(Q)

@@ -211,6 +211,20 @@ def test_server_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPat
     assert (settings["parallel"], settings["gpu_layers"]) == (local_server.DEFAULT_PARALLEL, None)
 
 
+@pytest.mark.parametrize(
+    ("cores", "load", "expected"), [(2, 0.1, 2), (2, 0.9, 1), (2, 6.0, 1), (8, 1.0, 2), (1, 0.0, 1)]
+)
+def test_default_threads_follow_the_free_cores(
+    monkeypatch: pytest.MonkeyPatch, cores: int, load: float, expected: int
+) -> None:
+    monkeypatch.setattr(local_server.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(local_server.os, "getloadavg", lambda: (load, load, load))
+    assert local_server.default_threads() == expected
+    assert LocalServer().threads == expected
+    monkeypatch.setenv("CC_LOCAL_THREADS", "3")
+    assert LocalServer().threads == 3  # an explicit choice wins
+
+
 def test_json_schema_requests_become_llguidance_grammars() -> None:
     schema = Answer.model_json_schema()
     body = {

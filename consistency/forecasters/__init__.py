@@ -9,7 +9,15 @@ from .arbitrage import ArbitrageForecaster
 from .base import CallNote, Forecaster, ForecastError, ForecastOutcome, Occurrence, current_occurrence, note_call
 from .bots import BotForecaster
 from .crowd import CrowdForecaster, pool
-from .llm import BasicForecaster, CoTForecaster, ExtractedForecast, ForecastAnswer, LLMForecaster, forecast_messages
+from .llm import (
+    BasicForecaster,
+    CoTForecaster,
+    ExtractedForecast,
+    ForecastAnswer,
+    LLMForecaster,
+    ProbabilityAnswer,
+    forecast_messages,
+)
 from .loading import (
     ForecasterSpecError,
     forecaster_class,
@@ -43,6 +51,7 @@ __all__ = [
     "ForecasterSpecError",
     "LLMForecaster",
     "Occurrence",
+    "ProbabilityAnswer",
     "ReplayForecaster",
     "UniformForecaster",
     "current_occurrence",

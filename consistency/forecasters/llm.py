@@ -58,6 +58,12 @@ class ForecastAnswer(BaseModel):
     prob: float = Field(ge=0.0, le=1.0, description="Probability that the question resolves YES.")
 
 
+class ProbabilityAnswer(BaseModel):
+    """A probability alone: what a model too small to reason usefully answers (fewer tokens, same meaning)."""
+
+    prob: float = Field(ge=0.0, le=1.0, description="Probability that the question resolves YES.")
+
+
 class ExtractedForecast(BaseModel):
     """The conclusion of a free-text reasoning, read back by a (possibly smaller) model."""
 
@@ -102,11 +108,26 @@ class LLMForecaster(Forecaster):
 
 
 class BasicForecaster(LLMForecaster):
-    """One structured call: a short justification and a probability (paper appendix F.1's idea)."""
+    """One structured call: a short justification and a probability (paper appendix F.1's idea).
+
+    ``reasoning`` asks for the justification; by default it is asked of every model except the bundled
+    ``local`` one, whose 135M-parameter justifications carry no information but cost most of its tokens:
+    it gets a shorter prompt and answers with the probability alone (``-F reasoning=true`` restores both).
+    """
 
     name = "basic"
 
+    def __init__(self, model: str = "local", reasoning: bool | None = None, **params: Any) -> None:
+        super().__init__(model, **params)
+        self.reasoning = parse_model_spec(model).provider != "local" if reasoning is None else bool(reasoning)
+
     async def forecast(self, question: ForecastingQuestion) -> Forecast:
+        if not self.reasoning:
+            messages = forecast_messages(question, "forecast_brief_system", "forecast_brief_user")
+            answer = self._value(
+                await self._client().structured(self.model, messages, ProbabilityAnswer, **self.params)
+            )
+            return Forecast(prob=answer.prob)
         messages = forecast_messages(question)
         answer = self._value(await self._client().structured(self.model, messages, ForecastAnswer, **self.params))
         return Forecast(prob=answer.prob, metadata={"reasoning": answer.reasoning})

@@ -18,9 +18,11 @@ boundary, and come back when their profit undercuts the average), all tuples at 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
+
+from .faces import FacePlan, solve_spd
 
 DEFAULT_EPSILON = 1e-3
 MIN_PROBABILITY = 1e-12
@@ -68,12 +70,14 @@ def arbitrage(
     epsilon: float = DEFAULT_EPSILON,
     tol: float = _TOL,
     max_iter: int = _MAX_ITER,
+    faces: bool = True,
 ) -> ArbitrageResult:
     """Exact arbitrage for ``probs`` of shape ``(N, n)`` against ``worlds`` of shape ``(k, n)``.
 
     ``worlds`` encodes each field's resolution as 1 (true), 0 (false) or -1 (does not
     resolve). ``weights`` (shape ``(n,)`` or ``(N, n)``, all positive) make field i's market
-    pay ``w_i`` times the log score, as the ArbitrageForecaster needs.
+    pay ``w_i`` times the log score, as the ArbitrageForecaster needs. ``faces=False`` skips the
+    face-by-face fast path (:mod:`.faces`) and runs the active-set solver on every tuple.
     """
     probs = np.asarray(probs, dtype=float)
     if probs.ndim != 2 or probs.shape[1] != worlds.shape[1]:
@@ -85,8 +89,19 @@ def arbitrage(
         raise ValueError("weights must be finite and positive")
     F = clip_forecasts(probs, epsilon)
     problem = _Problem.of(worlds)
-    lam, iterations = problem.solve(F, np.ascontiguousarray(w, dtype=float), tol, max_iter)
-    prices, profits, upper = problem.bounds(lam, F, w)
+    w = np.ascontiguousarray(w, dtype=float)
+    # Face by face first (closed forms and a few Newton steps); the active-set solver takes the rest.
+    N, n = F.shape
+    if faces:
+        lam, done, (prices, profits, upper) = problem.faces.solve(F, problem.logs(F), w, tol)
+    else:
+        lam, done = np.zeros((N, problem.k)), np.zeros(N, dtype=bool)
+        prices, profits, upper = np.empty((N, n)), np.empty((N, problem.k)), np.empty(N)
+    iterations = 0
+    if not done.all():
+        rest = np.flatnonzero(~done)
+        lam[rest], iterations = problem.solve(F[rest], w[rest], tol, max_iter)
+        prices[rest], profits[rest], upper[rest] = problem.bounds(lam[rest], F[rest], w[rest])
     lower = profits.min(axis=1)
     # Any prices give a valid guarantee; when q(λ) guarantees less than nothing, not trading does.
     no_trade = lower <= 0
@@ -105,6 +120,7 @@ class _Problem:
         self.AT = (worlds == 1).astype(float)
         self.AF = (worlds == 0).astype(float)
         self.AR = self.AT + self.AF
+        self.unconditional = bool((worlds >= 0).all())
         # removable[mask, j]: world j may leave the face `mask` without making the dual's
         # gradient infinite at the boundary (every value it gives a field is still given
         # by a world on the face). Other worlds are kept strictly inside by damping.
@@ -128,6 +144,10 @@ class _Problem:
         self.reduced_outer = [
             np.einsum("cab,ai,bj->cij", outer3, self.Z[r], self.Z[r]).reshape(len(outer3), -1) for r in range(self.k)
         ]
+
+    @cached_property
+    def faces(self) -> FacePlan:
+        return FacePlan(self)
 
     @staticmethod
     @lru_cache(maxsize=64)
@@ -168,9 +188,14 @@ class _Problem:
     def _profits(self, t, f, m, L, w) -> np.ndarray:
         """Profit in each world at prices q = t/m: shape (N, k)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            logm = np.log(m)
-            lt = np.where(m > 0, np.maximum(np.log(t) - logm - L[0], -_BIG), 0.0)
-            lf = np.where(m > 0, np.maximum(np.log(f) - logm - L[1], -_BIG), 0.0)
+            if self.unconditional:  # every field resolves in every world: m_i = Σλ for all i, never 0
+                logm = np.log(m[:, :1])
+                lt = np.maximum(np.log(t) - logm - L[0], -_BIG)
+                lf = np.maximum(np.log(f) - logm - L[1], -_BIG)
+            else:
+                logm = np.log(m)
+                lt = np.where(m > 0, np.maximum(np.log(t) - logm - L[0], -_BIG), 0.0)
+                lf = np.where(m > 0, np.maximum(np.log(f) - logm - L[1], -_BIG), 0.0)
         return (w * lt) @ self.AT.T + (w * lf) @ self.AF.T
 
     def _dual(self, lam: np.ndarray, L, w: np.ndarray) -> np.ndarray:
@@ -281,7 +306,7 @@ class _Problem:
                 H = np.where(keep[:, :, None] & keep[:, None, :], H, 0.0)
                 H[:, diag, diag] = np.where(keep, H[:, diag, diag], 1.0)
             with np.errstate(over="ignore", invalid="ignore"):
-                u = _solve_spd(H, rhs)
+                u = solve_spd(H, rhs)
             d[sel] = np.where(np.isfinite(u).all(axis=1, keepdims=True), u, 0.0) @ Z.T
         return d
 
@@ -336,21 +361,6 @@ class _Problem:
             for dst, src in zip(state, (t, f, m, g0, D0), strict=True):
                 dst[pending] = src
         return new_lam, new_active, tuple(state)
-
-
-def _solve_spd(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Solve many small symmetric positive definite systems by Gaussian elimination."""
-    A, b = A.copy(), b.copy()
-    s = A.shape[1]
-    for p in range(s):
-        for i in range(p + 1, s):
-            factor = A[:, i, p] / A[:, p, p]
-            A[:, i, p:] -= factor[:, None] * A[:, p, p:]
-            b[:, i] -= factor * b[:, p]
-    x = np.empty_like(b)
-    for i in reversed(range(s)):
-        x[:, i] = (b[:, i] - (A[:, i, i + 1 :] * x[:, i + 1 :]).sum(axis=1)) / A[:, i, i]
-    return x
 
 
 def _xlogx(x: np.ndarray) -> np.ndarray:

@@ -42,6 +42,7 @@ params.n_predict = config["n_predict"]
 params.cpuparams.n_threads = config["threads"]
 params.cpuparams_batch.n_threads = config["threads"]
 params.cache_ram_mib = config["cache_ram_mib"]
+params.cache_prompt = True  # a slot keeps its last prompt: the next one reuses the shared start (system prompt)
 params.sampling.dry_multiplier = config["dry_multiplier"]
 if config.get("gpu_layers") is not None:
     params.n_gpu_layers = config["gpu_layers"]

@@ -34,7 +34,8 @@ LOCAL_MODEL_NAME = "local"
 ENV_THREADS = "CC_LOCAL_THREADS"
 ENV_PARALLEL = "CC_LOCAL_PARALLEL"
 ENV_GPU_LAYERS = "CC_LOCAL_GPU_LAYERS"
-DEFAULT_THREADS = 1  # llama.cpp's OpenMP threads spin: two threads per server were far slower on 2 busy cores
+#: Most threads the server gets by default (measured: benchmarks/bench_local_ceiling.py); see default_threads().
+MAX_DEFAULT_THREADS = 2
 DEFAULT_PARALLEL = 4  # slots: requests decoded together (benchmarks/bench_local.py)
 DEFAULT_N_CTX = 4096  # context per slot: room for few-shot forecasting prompts; SmolLM2 was trained with 8192
 #: Tokens a request may generate when it does not say (a 135M model can ramble until its context is full).
@@ -47,6 +48,21 @@ STARTUP_TIMEOUT = 120.0
 STOP_TIMEOUT = 5.0
 
 _LOCK_NAME = "local-server.lock"
+
+
+def default_threads() -> int:
+    """One thread per core that is free now (1-minute load average), at least 1 and at most 2.
+
+    llama.cpp's threads spin while they wait for each other, so a thread without a core of its own
+    slows every request down: on 2 busy cores two threads were several times slower than one, while
+    on 2 idle cores the second thread nearly doubles prompt processing (benchmarks/bench_local_ceiling.py).
+    """
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load average on this platform
+        load = 0.0
+    return max(1, min(MAX_DEFAULT_THREADS, cores, round(cores - load)))
 
 
 def _int_from_env(name: str, default: int | None, what: str, minimum: int = 1) -> int | None:
@@ -182,7 +198,11 @@ class LocalServer:
         cache_dir: Path | str | None = None,
     ) -> None:
         self._weights_arg = Path(weights) if weights is not None else None
-        self.threads = threads if threads is not None else _int_from_env(ENV_THREADS, DEFAULT_THREADS, "threads")
+        if threads is None:
+            threads = _int_from_env(ENV_THREADS, None, "threads")
+        # A default chosen from the load may differ between processes: any running server will do then.
+        self._any_threads = threads is None
+        self.threads = threads if threads is not None else default_threads()
         self.parallel = parallel if parallel is not None else _int_from_env(ENV_PARALLEL, DEFAULT_PARALLEL, "slots")
         if gpu_layers is None:
             gpu_layers = _int_from_env(ENV_GPU_LAYERS, None, "layers", minimum=0)
@@ -297,11 +317,15 @@ class LocalServer:
         pid, port = state.get("pid"), state.get("port")
         if not (isinstance(pid, int) and isinstance(port, int)):
             return False
-        if state.get("sha256") != self.weights_sha256 or state.get("settings") != self.settings():
+        theirs, ours = dict(state.get("settings") or {}), self.settings()
+        if self._any_threads and isinstance(theirs.get("threads"), int):
+            ours["threads"] = theirs["threads"]
+        if state.get("sha256") != self.weights_sha256 or theirs != ours:
             return False
         if not (_pid_is_our_server(pid) and _healthy(port)):
             return False
         self.pid, self.port, self.owned = pid, port, False
+        self.threads = ours["threads"]
         log = state.get("log")
         self.log_path = Path(log) if isinstance(log, str) else self.log_path
         return True
