@@ -30,6 +30,19 @@ class LineError:
         return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
 
 
+#: How ``json`` says a document nests deeper than the interpreter's stack allows (it raises RecursionError).
+TOO_DEEP = "nested too deeply to read (JSON arrays/objects inside each other beyond Python's recursion limit)"
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` whose every failure is a :class:`ValueError` (a document nested a few
+    thousand levels deep makes ``json`` raise RecursionError, which no caller expects)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
+
+
 def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | LineError]]:
     """Yield ``(line_number, object)`` per non-blank line, or a :class:`LineError` for bad JSON."""
     path = Path(path)
@@ -54,6 +67,9 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Li
                 truncated = not text.endswith("\n")
                 hint = "truncated last line: " if truncated else "invalid JSON: "
                 yield number, LineError(str(path), number, None, f"{hint}{_json_problem(exc)}")
+                continue
+            except RecursionError:
+                yield number, LineError(str(path), number, None, TOO_DEEP)
                 continue
             if not isinstance(obj, dict):
                 yield number, LineError(str(path), number, None, f"expected a JSON object, got {type(obj).__name__}")
@@ -226,7 +242,7 @@ class AppendLog:
 def read_json_object(path: str | Path) -> dict[str, Any] | None:
     """The JSON object a file holds, or None when it is missing, unreadable or not an object (optional metadata)."""
     try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+        obj = parse_json(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return obj if isinstance(obj, dict) else None

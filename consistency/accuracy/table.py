@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 import math
 from collections.abc import Iterable, Sequence
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files import check_from_name
-from ..jsonl import LineError, iter_json_lines, utf16_encoding
+from ..jsonl import LineError, iter_json_lines, parse_json, utf16_encoding
 from ..models import ForecastLine, GroundTruthRecord
 from .inputs import ScoreInputError, outcomes
 from .pairing import forecaster_record
@@ -420,7 +419,7 @@ def _one_line(exc: ValueError) -> str:
 def json_kind(path: str | Path) -> str | None:
     """What a (pretty-printed) ``.json`` file holds, for errors that name it; ``None`` when it is not JSON."""
     try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+        obj = parse_json(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     if not isinstance(obj, dict):

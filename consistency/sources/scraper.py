@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from ..jsonl import AppendLog, write_json
+from ..jsonl import AppendLog, parse_json, write_json
 from ..models import ForecastingQuestion
 from ..paths import cache_dir
 from .http import FatalHTTPError, FetchError, HttpSettings, MalformedPage, PageCache, WebClient, full_url
@@ -225,7 +225,7 @@ async def scrape(
     query_index, offset = 0, 0
     if resume and report.state_path.exists():
         try:
-            state = json.loads(report.state_path.read_text(encoding="utf-8"))
+            state = parse_json(report.state_path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ValueError(
                 f"{report.state_path}: not a scrape position ({exc}); delete it to start over (written questions stay)"
