@@ -13,6 +13,8 @@ from typing import Any, NoReturn, TextIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .locking import lock_for_append
+
 T = TypeVar("T")
 
 
@@ -195,11 +197,18 @@ class AppendLog:
     are kept in :attr:`existing`, so a restarted run can skip what is already there.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, lock: bool = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.existing: list[dict[str, Any]] = []
-        if self.path.exists():
+        try:
+            self._fh = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            _name_file(exc, self.path)
+        if lock:  # owned before the existing lines are read: a second writer cannot append the same ids
+            lock_for_append(self._fh, self.path)
+        self._failed = False
+        try:
             data = self.path.read_bytes()
             end = data.rfind(b"\n") + 1
             if end < len(data):
@@ -209,8 +218,9 @@ class AppendLog:
                 if isinstance(obj, LineError):
                     raise ValueError(f"{obj} (cannot resume from a damaged file)")
                 self.existing.append(obj)
-        self._fh = self.path.open("a", encoding="utf-8")
-        self._failed = False
+        except BaseException:
+            self._fh.close()
+            raise
 
     def append(self, item: BaseModel | dict[str, Any]) -> None:
         try:
@@ -222,8 +232,12 @@ class AppendLog:
 
     def extend(self, items: Iterable[BaseModel | dict[str, Any]]) -> None:
         """Several lines, flushed once (a batch is kept or lost whole-lines at a time)."""
-        self._fh.write("".join(dump_line(item) for item in items))
-        self._fh.flush()
+        try:
+            self._fh.write("".join(dump_line(item) for item in items))
+            self._fh.flush()
+        except OSError as exc:
+            self._failed = True
+            _name_file(exc, self.path)
 
     def close(self) -> None:
         try:

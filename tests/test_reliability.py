@@ -4,7 +4,12 @@ an unwritable cache, status and exit codes, scrapers, and billing before answeri
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -75,3 +80,171 @@ def test_resume_of_a_deeply_nested_run_json_is_one_sentence(tmp_path):
     done = runner.invoke(app, ["evaluate", "--resume", str(run)])
     assert done.exit_code != 0 and not isinstance(done.exception, RecursionError)
     assert "run.json" in one_line(done.output)
+
+
+# ------------------------------------------------------------------ 1. one writer per appended file
+
+
+def cc_process(tmp_path: Path, *args: object) -> subprocess.Popen[str]:
+    env = {**os.environ, "CC_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1", "COLUMNS": "400"}
+    argv = [sys.executable, "-m", "consistency", *map(str, args)]
+    return subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_scrapes_into_one_file_at_once_never_duplicate(tmp_path):
+    from consistency.testing.web import WebFixture, bulk_data
+
+    args = (
+        "questions",
+        "scrape",
+        "manifold",
+        "--out",
+        "s.jsonl",
+        "--status",
+        "all",
+        "--rpm",
+        "0",
+        "--concurrency",
+        "1",
+    )
+    with WebFixture(bulk_data(60), page_cap=10, latency=0.3) as srv:
+        first = cc_process(tmp_path, *args, "--base-url", srv.url_for("manifold"))
+        while not srv.hits and first.poll() is None:  # its first page is asked for: it owns s.jsonl by now
+            time.sleep(0.02)
+        second = cc_process(tmp_path, *args, "--base-url", srv.url_for("manifold"))
+        out2, err2 = second.communicate(timeout=120)
+        _, err1 = first.communicate(timeout=120)
+    assert first.returncode == 0, err1
+    assert second.returncode == 2, out2 + err2
+    assert "s.jsonl is being written by process" in one_line(err2) and str(first.pid) in err2
+    ids = [json.loads(line)["id"] for line in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert ids and len(ids) == len(set(ids))
+
+
+def test_an_append_log_in_use_elsewhere_is_refused_naming_the_owner(tmp_path):
+    from consistency.jsonl import AppendLog
+    from consistency.locking import InUseError
+
+    path = tmp_path / "tuples.jsonl"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from consistency.jsonl import AppendLog\n"
+         f"log = AppendLog({str(path)!r}); print('held', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(InUseError, match=f"process {holder.pid}"):
+            AppendLog(path)
+    finally:
+        holder.communicate("", timeout=30)
+    with AppendLog(path) as log:  # free again once the owner ended
+        log.append({"id": 1})
+    assert len(list(iter_json_lines(path))) == 1
+
+
+# ------------------------------------------------------------------ 5. the last tracebacks are one sentence
+
+
+@pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC])
+def test_scrape_on_an_unwritable_out_is_one_sentence(tmp_path, monkeypatch, code):
+    from consistency.jsonl import AppendLog
+    from consistency.testing.web import WebFixture
+
+    real = AppendLog.extend
+
+    def extend(self, items):
+        items = list(items)
+        if items:
+            raise OSError(code, os.strerror(code), str(self.path))
+        real(self, items)
+
+    monkeypatch.setattr(AppendLog, "extend", extend)
+    with WebFixture(page_cap=3) as srv:
+        done = runner.invoke(app, ["questions", "scrape", "manifold", "--base-url", srv.url_for("manifold"),
+                                   "--out", "q.jsonl", "--rpm", "0", "--status", "all"])  # fmt: skip
+    assert done.exit_code == 2 and "Traceback" not in done.output, done.output
+    text = one_line(done.output)
+    assert f"cannot write q.jsonl: {os.strerror(code)}" in text and "--resume" in text
+
+
+def test_generate_into_a_file_another_command_writes_is_refused(tmp_path):
+    out = tmp_path / "out"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from consistency.jsonl import AppendLog\n"
+         f"log = AppendLog({str(out / 'NegChecker.jsonl')!r}); print('held', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"title": f"Will event {i} happen by 2030?"}) + "\n" for i in range(4)))
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        done = runner.invoke(app, ["generate", "-c", "neg", "-q", str(questions), "-n", "2", "--out", str(out)])
+    finally:
+        holder.communicate("", timeout=30)
+    assert done.exit_code == 2 and "Traceback" not in done.output, done.output
+    assert f"NegChecker.jsonl is being written by process {holder.pid}" in one_line(done.output)
+
+
+def test_ask_and_evaluate_with_an_unusable_cache_directory_warn_once_and_run(tmp_path, monkeypatch, caplog):
+    """6 (and 5's ``cc ask``): the cache only saves time, so one it cannot create is a warning, not a stop."""
+    from consistency.testing import ScriptedServer, probability_rule
+
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "a-file" / "cache"))  # mkdir fails: ENOTDIR
+    with ScriptedServer(probability_rule()) as srv:
+        asked = runner.invoke(app, ["ask", "Will X happen by 2030?", "-m", srv.model_spec()])
+        caplog.clear()
+        done = runner.invoke(app, ["evaluate", "-f", srv.model_spec(), "-c", "neg", "-n", "3", "-o", "run"])
+    assert asked.exit_code == 0 and "Traceback" not in asked.output, asked.output
+    assert done.exit_code == 0, done.output
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "complete"
+    warnings = [r for r in caplog.records if "cannot open the response cache" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def _dir_with_bad_link(tmp_path: Path, kind: str) -> Path:
+    root = tmp_path / "forecasts"
+    root.mkdir()
+    (root / "NegChecker.jsonl").write_bytes((SAMPLE / "forecasts" / "NegChecker.jsonl").read_bytes())
+    link = root / "AndChecker.jsonl"
+    os.symlink("AndChecker.jsonl" if kind == "loop" else "missing.jsonl", link)
+    return root
+
+
+@pytest.mark.parametrize("kind", ["dangling", "loop"])
+@pytest.mark.parametrize("command", ["report", "leaderboard", "score"])
+def test_a_broken_checker_symlink_is_one_sentence(tmp_path, kind, command):
+    root = _dir_with_bad_link(tmp_path, kind)
+    extra = {"report": ["-o", str(tmp_path / "r.html")], "score": ["--out", str(tmp_path / "s")]}.get(command, [])
+    done = runner.invoke(app, [command, str(root), *extra])
+    assert done.exit_code == 2 and isinstance(done.exception, SystemExit), done.output
+    text = one_line(done.output)
+    assert "AndChecker.jsonl" in text and "symbolic link that leads to no file" in text
+
+
+@pytest.mark.parametrize("damage", ["[1, 2]", "limit", "seed"])
+def test_resume_of_a_damaged_run_json_is_one_sentence(tmp_path, damage):
+    done = runner.invoke(app, ["evaluate", "-f", "constant", "-c", "neg", "-n", "2", "-o", "run"])
+    assert done.exit_code == 0, done.output
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    if damage == "[1, 2]":
+        (tmp_path / "run" / "run.json").write_text(damage)
+    else:
+        meta["benchmark"][damage] = "abc"
+        (tmp_path / "run" / "run.json").write_text(json.dumps(meta))
+    again = runner.invoke(app, ["evaluate", "--resume", "run"])
+    assert again.exit_code != 0 and isinstance(again.exception, SystemExit), again.output
+    text = one_line(again.output)
+    assert "run.json" in text and ("not a run record" in text or f"benchmark.{damage}" in text)
+
+
+def test_resume_of_a_questions_run_with_a_damaged_limit_is_one_sentence(tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"title": f"Will event {i} happen by 2030?"}) + "\n" for i in range(3)))
+    done = runner.invoke(app, ["evaluate", "-f", "constant", "-q", str(questions), "-o", "run"])
+    assert done.exit_code == 0, done.output
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    (tmp_path / "run" / "run.json").write_text(json.dumps({**meta, "limit": "abc"}))
+    again = runner.invoke(app, ["evaluate", "--resume", "run"])
+    assert again.exit_code != 0 and isinstance(again.exception, SystemExit), again.output
+    assert "limit" in one_line(again.output) and "cannot be resumed" in one_line(again.output)

@@ -18,7 +18,7 @@ import csv
 import io
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -370,7 +370,7 @@ def read_run(
     for path in sorted(directory.glob("*.jsonl")):
         if check_from_name(path) is None:
             continue
-        for number, obj in iter_json_lines(path):
+        for number, obj in _lines_of(path):
             if isinstance(obj, LineError):
                 _skip(skipped, obj)
                 continue
@@ -414,6 +414,16 @@ def _one_line(exc: ValueError) -> str:
         ]
         return "; ".join(parts)
     return str(exc).replace("\n", " ")
+
+
+def _lines_of(path: Path) -> Iterator[tuple[int, dict | LineError]]:
+    """:func:`iter_json_lines`; a file that cannot be opened (a dangling or looping symbolic link) is one sentence."""
+    try:
+        yield from iter_json_lines(path)
+    except OSError as exc:
+        from ..write_errors import cannot_read
+
+        raise ScoreInputError(cannot_read(exc)) from None
 
 
 def json_kind(path: str | Path) -> str | None:

@@ -33,7 +33,7 @@ from instructor.v2.core.function_calls import response_schema
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from ..paths import cache_dir
+from ..paths import cache_root
 from .accounting import RunStats, Transcript, Usage
 from .batch import BatchFailure, BatchProgress
 from .cache import ResponseCache, cache_key
@@ -578,7 +578,7 @@ def _open_cache(path: Path | None) -> ResponseCache | None:
     try:
         return ResponseCache(path)
     except (sqlite3.Error, OSError) as exc:
-        where = path or cache_dir() / ResponseCache.FILENAME
+        where = path or cache_root() / ResponseCache.FILENAME  # (reliab) cache_dir() would raise again here
         log.warning("cannot open the response cache %s (%s); running without it", where, exc)
         return None
 
