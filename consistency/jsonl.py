@@ -190,6 +190,27 @@ def write_json(path: str | Path, data: Any) -> None:
         fh.write("\n")
 
 
+def cut_torn_tail(path: str | Path) -> int:
+    """Cut a partial last line (a write killed or refused midway: kill -9, a full disk, a file-size
+    limit) off an appended JSONL file, so lines appended next start on a line of their own; returns
+    the bytes cut. A missing file is left alone."""
+    path = Path(path)
+    try:
+        with path.open("r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return 0
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return 0
+            fh.seek(0)
+            end = fh.read().rfind(b"\n") + 1
+            fh.truncate(end)
+            return size - end
+    except FileNotFoundError:
+        return 0
+
+
 class AppendLog:
     """A JSONL file written one line at a time (flushed), resumable after a crash.
 
@@ -209,11 +230,7 @@ class AppendLog:
             lock_for_append(self._fh, self.path)
         self._failed = False
         try:
-            data = self.path.read_bytes()
-            end = data.rfind(b"\n") + 1
-            if end < len(data):
-                with self.path.open("r+b") as fh:
-                    fh.truncate(end)
+            cut_torn_tail(self.path)
             for _, obj in iter_json_lines(self.path):
                 if isinstance(obj, LineError):
                     raise ValueError(f"{obj} (cannot resume from a damaged file)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -248,3 +249,86 @@ def test_resume_of_a_questions_run_with_a_damaged_limit_is_one_sentence(tmp_path
     again = runner.invoke(app, ["evaluate", "--resume", "run"])
     assert again.exit_code != 0 and isinstance(again.exception, SystemExit), again.output
     assert "limit" in one_line(again.output) and "cannot be resumed" in one_line(again.output)
+
+
+# ------------------------------------------------------------------ 2. any error writing the run's files stops it
+
+
+def _limited(kib: int):
+    """A ``preexec_fn`` setting the file-size limit (``ulimit -f``): writes past it fail with EFBIG
+    (Python ignores SIGXFSZ)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (kib * 1024, kib * 1024))
+
+    return limit
+
+
+def test_a_file_size_limit_stops_the_run_resumably_and_nothing_is_paid_twice(tmp_path):
+    from consistency.testing import ScriptedServer, probability_rule
+
+    env = {**os.environ, "CC_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1", "COLUMNS": "400"}
+    with ScriptedServer(probability_rule()) as srv:
+        argv = [sys.executable, "-m", "consistency", "evaluate", "-f", srv.model_spec(), "-c", "neg,cond", "-n", "24"]
+        first = subprocess.run([*argv, "-o", "run"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                               timeout=300, preexec_fn=_limited(100))  # fmt: skip
+        sent_first = srv.count
+        again = [sys.executable, "-m", "consistency", "evaluate", "--resume", "run"]
+        resumed = subprocess.run(again, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        billed, sent = srv.billed, srv.count
+    text = one_line(first.stderr)
+    assert first.returncode == 2, first.stdout + first.stderr
+    assert "llm_calls.jsonl: File too large" in text and "--resume run" in text and "ulimit -f" in text
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["status"] == "complete" and [s["status"] for s in meta["sessions"]] == ["interrupted", "complete"]
+    assert 0 < sent_first < meta["questions"]
+    assert sent == meta["questions"]  # every question asked once: the answers of the first session were kept
+    assert meta["totals"]["prompt_tokens"] == billed["prompt_tokens"]
+    assert meta["totals"]["completion_tokens"] == billed["completion_tokens"]
+    calls = list(iter_json_lines(tmp_path / "run" / "llm_calls.jsonl"))
+    assert not [obj for _, obj in calls if isinstance(obj, LineError)]  # the torn line was cut on resume
+
+
+@pytest.mark.parametrize("code", [errno.EIO, errno.EROFS, errno.EDQUOT, errno.EFBIG])
+def test_any_error_writing_the_transcript_takes_the_full_disk_path(tmp_path, monkeypatch, code):
+    from consistency.testing import ScriptedServer, probability_rule
+
+    real_open, opened = Path.open, []
+
+    class Refusing:  # the transcript's file handle once the disk refuses: write() fails as the OS would
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, text):
+            raise OSError(code, os.strerror(code))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+    def open_(self, *args, **kw):
+        fh = real_open(self, *args, **kw)
+        if self.name == "llm_calls.jsonl" and args[:1] == ("a",):
+            opened.append(self)
+            return Refusing(fh) if len(opened) > 3 else fh
+        return fh
+
+    monkeypatch.setattr(Path, "open", open_)
+    with ScriptedServer(probability_rule()) as srv:
+        args = ["evaluate", "-f", srv.model_spec(), "-c", "neg", "-n", "6", "-o", "run", "--concurrency", "1"]
+        done = runner.invoke(app, args)
+        sent = srv.count
+        monkeypatch.setattr(Path, "open", real_open)
+        resumed = runner.invoke(app, ["evaluate", "--resume", "run"])
+        total = srv.count
+    assert done.exit_code == 2, done.output
+    text = one_line(done.output)
+    assert f"llm_calls.jsonl: {os.strerror(code)}" in text and "--resume run" in text
+    sessions = json.loads((tmp_path / "run" / "run.json").read_text())["sessions"]
+    assert [s["status"] for s in sessions] == ["interrupted", "complete"]
+    assert sent == 4  # three transcribed, the fourth answered but not transcribed: nothing sent after it
+    assert resumed.exit_code == 0, resumed.output
+    assert total == 12  # 12 distinct questions, each asked once over both sessions

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..forecasters import Forecaster, ForecastOutcome, Occurrence
+from ..jsonl import cut_torn_tail
 from ..llm import LLM, LLMSettings
 from ..llm.batch import BATCHES, BatchProgress, unfinished
 from ..llm.fatal import FatalError
 from ..models import ForecastingQuestion
+from ..write_errors import fix_for
 from . import sessions
 from .rundir import TRANSCRIPT, RunDir, RunDirError, now
 
@@ -178,6 +180,7 @@ def drive(
     contents. Raises :class:`FatalError` (with ``run_dir`` set) after recording a ``failed`` run."""
     run.acquire()  # (already ours if we just created it) no second process works on this run meanwhile
     done = run.open_journal()
+    cut_torn_tail(run.path / TRANSCRIPT)  # a line torn by a kill or a refused write (file-size limit, full disk)
     answered_before = sum(1 for a in asks if (done.get(a.key) or {}).get("forecast") is not None)
     tally = Tally(total=len(asks), done=answered_before)
     if options.on_start is not None:
@@ -207,9 +210,11 @@ def drive(
             )
         )
         status = "complete"
+        if llm.write_error is not None:  # the transcript could not be written: questions after it were not asked
+            status, stopped = "interrupted", llm.write_error
     except FatalError as exc:
         status, fatal = "failed", exc
-    except OSError as exc:  # most likely a full disk: what is journaled is safe, stop here
+    except OSError as exc:  # a full disk, a file-size limit...: what is journaled is safe, stop here
         stopped = exc
     finally:
         try:
@@ -227,7 +232,7 @@ def drive(
         saved = sum(1 for r in done.values() if r.get("forecast") is not None)
         raise RunStopped(
             f"cannot write {stopped.filename or run.path}: {stopped.strerror or stopped}; the run stopped with "
-            f"{saved} forecast(s) saved: free some space and finish it with --resume {run.path}"
+            f"{saved} forecast(s) saved: {fix_for(stopped)} and finish it with --resume {run.path}"
         ) from stopped
     log.info("run %s: %s", run.path, status)
     if fatal is not None:
