@@ -332,3 +332,29 @@ def test_any_error_writing_the_transcript_takes_the_full_disk_path(tmp_path, mon
     assert sent == 4  # three transcribed, the fourth answered but not transcribed: nothing sent after it
     assert resumed.exit_code == 0, resumed.output
     assert total == 12  # 12 distinct questions, each asked once over both sessions
+
+
+# ------------------------------------------------------------------ 9. an answer is billed before it is sent
+
+
+def test_an_answer_is_billed_before_the_client_can_read_it(monkeypatch):
+    """The client reads the counters the moment its answer arrives; the server may still be finishing the send."""
+    import asyncio
+
+    from openai import OpenAI
+
+    from consistency.testing import ScriptedServer
+
+    real_send = ScriptedServer._send
+
+    async def slow_send(self, conn, writer, response):
+        await real_send(self, conn, writer, response)
+        await asyncio.sleep(0.5)  # the answer is out; the server has not returned from sending it yet
+
+    monkeypatch.setattr(ScriptedServer, "_send", slow_send)
+    with ScriptedServer() as srv:
+        client = OpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
+        answer = client.chat.completions.create(model="scripted", messages=[{"role": "user", "content": "Will X?"}])
+        billed = srv.billed
+        client.close()
+    assert billed == {"prompt_tokens": answer.usage.prompt_tokens, "completion_tokens": answer.usage.completion_tokens}

@@ -474,9 +474,16 @@ class ScriptedServer:
                 except Exception as exc:  # a server bug should reach the test as a 500, not a hang
                     log.exception("scripted server failed")
                     response = json_response(500, _error_body(f"{type(exc).__name__}: {exc}", "server_error", None))
-                await self._send(conn, writer, response)
+                # (reliab) billed before it is sent: a client that reads the counters as soon as its last
+                # answer arrives must find that answer billed; an answer that cannot be delivered is not billed
                 if response.usage is not None:
                     self._bill(response.usage)
+                try:
+                    await self._send(conn, writer, response)
+                except BaseException:
+                    if response.usage is not None:
+                        self._bill({k: -v for k, v in response.usage.items()})
+                    raise
                 if conn.our_state is h11.MUST_CLOSE:
                     return
                 conn.start_next_cycle()
