@@ -358,3 +358,64 @@ def test_an_answer_is_billed_before_the_client_can_read_it(monkeypatch):
         billed = srv.billed
         client.close()
     assert billed == {"prompt_tokens": answer.usage.prompt_tokens, "completion_tokens": answer.usage.completion_tokens}
+
+
+# ------------------------------------------------------------------ 7. status and exit codes
+
+
+def test_an_endpoint_answering_only_5xx_stops_the_run_early_as_failed(tmp_path):
+    from consistency.testing import Fault, ScriptedServer
+
+    with ScriptedServer(lambda request: Fault.server_error(500)) as srv:
+        args = ["evaluate", "-f", srv.model_spec(), "-c", "neg", "-n", "24", "-o", "run", "--concurrency", "4"]
+        done = runner.invoke(app, args)
+        sent = srv.count
+    assert done.exit_code == 1, done.output
+    assert "HTTP 500" in one_line(done.output) and "check the server" in one_line(done.output)
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["status"] == "failed"
+    assert sent < 8 + 4 * 6  # the breaker's count plus what was in flight: not every question times its attempts
+
+
+def test_a_server_with_some_5xx_after_good_answers_is_retried_not_stopped():
+    import asyncio
+
+    from consistency.llm import LLM, LLMSettings
+    from consistency.testing import Fault, ScriptedServer, probability_rule
+
+    rule = probability_rule()
+    state = {"n": 0}
+
+    def flaky(request):
+        state["n"] += 1
+        return Fault.server_error(503) if 3 <= state["n"] < 15 else rule(request)  # 12 in a row, after answers
+
+    async def go(spec):
+        async with LLM(LLMSettings(max_backoff=0.01, max_attempts=20, cache=False)) as llm:
+            return [await llm.text(spec, [{"role": "user", "content": f"Will {i} happen?"}]) for i in range(4)]
+
+    with ScriptedServer(flaky) as srv:
+        results = asyncio.run(go(srv.model_spec()))
+    assert all(r.ok for r in results) and state["n"] == 16
+
+
+def test_a_run_where_every_question_failed_is_failed(tmp_path):
+    from consistency.testing import Reply, ScriptedServer
+
+    with ScriptedServer(lambda request: Reply.json({"reasoning": "?", "prob": "likely"})) as srv:
+        done = runner.invoke(app, ["evaluate", "-f", srv.model_spec(), "-c", "neg", "-n", "2", "-o", "run"])
+    assert done.exit_code == 1, done.output
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["status"] == "failed" and meta["failure"] == "every question failed"
+
+
+def test_a_repeated_question_id_is_warned_about_and_the_first_kept(tmp_path):
+    questions = tmp_path / "q.jsonl"
+    rows = [{"id": "same", "title": "Will A happen by 2030?"}, {"id": "same", "title": "Will B happen by 2030?"}]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = runner.invoke(app, ["evaluate", "-f", "constant", "-q", str(questions), "-o", "run"])
+    text = one_line(done.output)
+    assert f"{questions}:2: id: repeats the id of line 1" in text and "the first is kept" in text
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["questions"] == 1
+    made = runner.invoke(app, ["generate", "-c", "neg", "-q", str(questions), "-n", "1", "--out", str(tmp_path / "g")])
+    assert f"{questions}:2: id same repeats line 1; the first is kept" in one_line(made.output), made.output

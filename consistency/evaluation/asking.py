@@ -210,6 +210,8 @@ def drive(
             )
         )
         status = "complete"
+        if did["failed"] and not did["answered"] and not answered_before:
+            status = "failed"  # not one forecast: nothing was measured (the reasons are in the journal)
         if llm.write_error is not None:  # the transcript could not be written: questions after it were not asked
             status, stopped = "interrupted", llm.write_error
     except FatalError as exc:
@@ -223,7 +225,8 @@ def drive(
                 run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
             did["asked"] = did["answered"] + did["failed"]
             closed = sessions.end(run.read(), llm.stats.as_dict(), status, did)
-            meta = run.update(**closed, status=status, ended=now(), failure=str(fatal) if fatal else None, **extra)
+            failure = str(fatal) if fatal else ("every question failed" if status == "failed" else None)
+            meta = run.update(**closed, status=status, ended=now(), failure=failure, **extra)
         except OSError as exc:
             stopped = stopped or exc
             status = "interrupted"

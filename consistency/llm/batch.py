@@ -217,7 +217,9 @@ class BatchCollector:
                 return cast(ChatCompletion, construct_type(type_=ChatCompletion, value=json.loads(data)))
         request = httpx2.Request("POST", client.base_url.join("chat/completions"))
         response = httpx2.Response(status, headers={"content-type": "application/json"}, content=data, request=request)
-        raise client._make_status_error_from_response(response)
+        error = client._make_status_error_from_response(response)
+        error.from_batch = True  # type: ignore[attr-defined]  # (reliab) a batch's first answers come all at once
+        raise error
 
     async def ask(self, body: bytes) -> tuple[int, bytes]:
         """The HTTP status and body answering the chat completion request ``body``."""
