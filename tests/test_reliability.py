@@ -419,3 +419,31 @@ def test_a_repeated_question_id_is_warned_about_and_the_first_kept(tmp_path):
     assert json.loads((tmp_path / "run" / "run.json").read_text())["questions"] == 1
     made = runner.invoke(app, ["generate", "-c", "neg", "-q", str(questions), "-n", "1", "--out", str(tmp_path / "g")])
     assert f"{questions}:2: id same repeats line 1; the first is kept" in one_line(made.output), made.output
+
+
+# ------------------------------------------------------------------ 4. batch lines failed by the server are retried
+
+
+@pytest.mark.parametrize("fallback", ["batch", "direct"])
+@pytest.mark.parametrize("fault", ["malformed", "drop", "hang"])
+def test_batch_lines_the_server_failed_are_retried_within_the_budget(tmp_path, fault, fallback):
+    from consistency.evaluation import RunOptions, evaluate
+    from consistency.llm import LLMSettings
+    from consistency.testing import Fault, ScriptedServer, faults_then, probability_rule
+
+    make = {"malformed": Fault.malformed, "drop": Fault.drop, "hang": lambda: Fault.hang(30)}[fault]
+    rule = faults_then(probability_rule(), make())  # each request fails once, then succeeds
+    settings = LLMSettings(batch=True, batch_idle=0.05, batch_poll=0.02, batch_poll_max=0.1, max_backoff=0.05,
+                           timeout=10, batch_fallback=fallback, cache_path=tmp_path / "c" / "r.sqlite")  # fmt: skip
+    with ScriptedServer(rule) as srv:
+        result = evaluate(
+            srv.model_spec(), checks=["neg"], limit=4, out=tmp_path / "b", options=RunOptions(llm=settings)
+        )
+        billed = srv.billed
+    assert not result.failures, result.failures
+    totals = result.meta["totals"]
+    assert totals["retries"] == result.meta["questions"]  # every line retried once
+    assert (totals["prompt_tokens"], totals["completion_tokens"]) == (
+        billed["prompt_tokens"],
+        billed["completion_tokens"],
+    )

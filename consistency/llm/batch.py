@@ -58,6 +58,10 @@ FINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 RESUBMITS = 2
 #: Per-line error codes meaning "not run", not "failed": the request is submitted again.
 NOT_RUN = frozenset({"batch_expired", "batch_cancelled"})
+#: Per-line errors (no response) that a direct call would have met as a retryable HTTP status: given
+#: to the client as that status, so the call is retried (in the next batch, or directly per
+#: ``batch_fallback``) within its attempt budget, exactly as the same fault met directly would be.
+RETRYABLE_LINE = {"server_error": 500, "internal_error": 500, "request_timeout": 504, "rate_limit_exceeded": 429}
 CHAT_PATH = "/v1/chat/completions"
 
 
@@ -399,6 +403,8 @@ class BatchCollector:
                     and not (error.get("code") == "batch_cancelled" and batch.status == "cancelled")
                 ):
                     outcomes[cid] = f"batch {batch.id} {batch.status}: {error.get('message') or error.get('code')}"
+                elif error and error.get("code") in RETRYABLE_LINE:
+                    outcomes[cid] = (RETRYABLE_LINE[error["code"]], json.dumps({"error": error}).encode())
                 else:
                     reason = (error or {}).get("message") or (error or {}).get("code") or "no response"
                     outcomes[cid] = BatchFailure(f"batch {batch.id} ({batch.status}) did not answer: {reason}")
