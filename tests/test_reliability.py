@@ -447,3 +447,73 @@ def test_batch_lines_the_server_failed_are_retried_within_the_budget(tmp_path, f
         billed["prompt_tokens"],
         billed["completion_tokens"],
     )
+
+
+# ------------------------------------------------------------------ 8. scrapers
+
+
+def _scrape(source, srv, out, opts=None, **kw):
+    import asyncio
+
+    from consistency.sources import SOURCES, HttpSettings, ScrapeOptions, scrape
+
+    http = HttpSettings(max_backoff=0.05, timeout=5, requests_per_minute=None)
+    return asyncio.run(scrape(SOURCES[source](), out, opts or ScrapeOptions(status="all"), base_url=srv.url_for(source),
+                              http=http, cache_root=out.parent / "pages", **kw))  # fmt: skip
+
+
+def test_a_polymarket_scrape_stopped_at_an_unusable_cursor_page_saves_its_position(tmp_path):
+    from consistency.sources.scraper import state_path_for
+    from consistency.testing.web import WebFixture
+
+    out = tmp_path / "p.jsonl"
+    with WebFixture(page_cap=2, broken={("polymarket", 2)}) as srv:  # the second cursor page is cut in half
+        report = _scrape("polymarket", srv, out)
+    assert not report.finished and report.bad_pages
+    state = json.loads(state_path_for(out).read_text())
+    assert state["bad_pages"] and state["bad_pages"][0]["position"] == [0, "c2"] and not state["finished"]
+
+
+def test_a_manifold_market_whose_detail_page_is_gone_is_a_skipped_item(tmp_path):
+    from consistency.testing.web import WebFixture
+
+    out = tmp_path / "m.jsonl"
+    with WebFixture(faults={("manifold-market", "m2"): ["404"] * 5}) as srv:
+        report = _scrape("manifold", srv, out)
+    assert report.finished and report.skipped["detail page not found (HTTP 404)"] == 1
+    titles = [json.loads(line)["title"] for line in out.read_text().splitlines()]
+    assert "Will J happen by June 2024?" in titles and "Will K happen by July 2024?" not in titles
+
+
+def test_resuming_a_finished_scrape_says_it_is_finished(tmp_path):
+    from consistency.testing.web import WebFixture
+
+    with WebFixture(page_cap=3) as srv:
+        args = ["questions", "scrape", "manifold", "--base-url", srv.url_for("manifold"), "--out", "q.jsonl",
+                "--rpm", "0", "--status", "all"]  # fmt: skip
+        first = runner.invoke(app, args)
+        again = runner.invoke(app, [*args, "--resume"])
+    assert first.exit_code == 0 and again.exit_code == 0, again.output
+    assert "more remain" not in first.output and "more remain" not in again.output, again.output
+
+
+def test_polymarket_markets_settled_at_uncollapsed_prices_are_resolved(tmp_path):
+    from datetime import timedelta
+
+    from consistency.testing.web import T0, FixtureData, WebFixture, polymarket_market
+
+    d = timedelta(days=1)
+    data = FixtureData(polymarket=[
+        polymarket_market(601, "Will U happen by June 30?", prices=("0.99999958", "0.00000041"), closed=True,
+                          end=T0 + 60 * d, created=T0 - 30 * d),
+        polymarket_market(602, "Will V happen by June 30?", prices=("0.0000012", "0.9999988"), closed=True,
+                          end=T0 + 60 * d, created=T0 - 30 * d),
+        polymarket_market(603, "Will W happen by June 30?", prices=("0.97", "0.03"), closed=True,
+                          end=T0 + 60 * d, created=T0 - 30 * d),
+    ])  # fmt: skip
+    out = tmp_path / "p.jsonl"
+    with WebFixture(data) as srv:
+        report = _scrape("polymarket", srv, out)
+    got = [(q["title"], q["resolution"]) for q in map(json.loads, out.read_text().splitlines())]
+    assert got == [("Will U happen by June 30?", True), ("Will V happen by June 30?", False)]
+    assert report.skipped["closed without a 0/1 settlement"] == 1  # 0.97 is a price, not a settlement
