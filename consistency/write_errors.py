@@ -4,9 +4,7 @@ disk): each stops the command the same way, with what was written kept and a one
 from __future__ import annotations
 
 import errno
-
-#: errno values that mean "this file cannot be written here", whichever file it is.
-WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM})
+from pathlib import Path
 
 _FIX = {
     errno.ENOSPC: "free some space",
@@ -19,14 +17,9 @@ _FIX = {
 }
 
 
-def is_write_error(exc: BaseException) -> bool:
-    """Whether ``exc`` says a file cannot be written here (as opposed to, say, a missing input)."""
-    return isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS
-
-
 def fix_for(exc: OSError) -> str:
     """What the user can do about ``exc`` (a few words)."""
-    return _FIX.get(exc.errno or 0, "fix it")
+    return _FIX.get(exc.errno or 0, "fix the cause")
 
 
 def cannot_write(exc: OSError) -> str:
@@ -40,8 +33,6 @@ def cannot_read(exc: OSError) -> str:
     name = exc.filename
     link = ""
     if name is not None:
-        from pathlib import Path
-
         path = Path(name)
         if path.is_symlink() and not path.is_file():
             link = " (a symbolic link that leads to no file: its target is missing, or a loop)"
