@@ -69,6 +69,8 @@ def detect(path: str | Path, check: str | Check | None = None) -> FileInfo:
     if path.is_dir():
         raise DetectionError(f"{path}: is a directory, not a JSONL file")
     if not path.is_file():
+        if path.is_symlink():  # dangling, or a loop: is_file() says False for both
+            raise DetectionError(f"{path}: a symbolic link that leads to no file (its target is missing, or a loop)")
         raise DetectionError(f"{path}: no such file")
     first, problem = None, None
     for _, obj in iter_json_lines(path):

@@ -13,6 +13,8 @@ from typing import Any, NoReturn, TextIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .locking import lock_for_append
+
 T = TypeVar("T")
 
 
@@ -36,6 +38,18 @@ LFS_MESSAGE = (
     "a Git LFS pointer, not the data: the clone was made without Git LFS; "
     "fetch the files with `git lfs install && git lfs pull` in the repository"
 )
+
+#: How ``json`` says a document nests deeper than the interpreter's stack allows (it raises RecursionError).
+TOO_DEEP = "nested too deeply to read (JSON arrays/objects inside each other beyond Python's recursion limit)"
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` whose every failure is a :class:`ValueError` (a document nested a few
+    thousand levels deep makes ``json`` raise RecursionError, which no caller expects)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
 
 
 def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | LineError]]:
@@ -65,6 +79,9 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Li
                 truncated = not text.endswith("\n")
                 hint = "truncated last line: " if truncated else "invalid JSON: "
                 yield number, LineError(str(path), number, None, f"{hint}{_json_problem(exc)}")
+                continue
+            except RecursionError:
+                yield number, LineError(str(path), number, None, TOO_DEEP)
                 continue
             if not isinstance(obj, dict):
                 yield number, LineError(str(path), number, None, f"expected a JSON object, got {type(obj).__name__}")
@@ -183,6 +200,27 @@ def write_json(path: str | Path, data: Any) -> None:
         fh.write("\n")
 
 
+def cut_torn_tail(path: str | Path) -> int:
+    """Cut a partial last line (a write killed or refused midway: kill -9, a full disk, a file-size
+    limit) off an appended JSONL file, so lines appended next start on a line of their own; returns
+    the bytes cut. A missing file is left alone."""
+    path = Path(path)
+    try:
+        with path.open("r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return 0
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return 0
+            fh.seek(0)
+            end = fh.read().rfind(b"\n") + 1
+            fh.truncate(end)
+            return size - end
+    except FileNotFoundError:
+        return 0
+
+
 class AppendLog:
     """A JSONL file written one line at a time (flushed), resumable after a crash.
 
@@ -190,22 +228,26 @@ class AppendLog:
     are kept in :attr:`existing`, so a restarted run can skip what is already there.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, lock: bool = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.existing: list[dict[str, Any]] = []
-        if self.path.exists():
-            data = self.path.read_bytes()
-            end = data.rfind(b"\n") + 1
-            if end < len(data):
-                with self.path.open("r+b") as fh:
-                    fh.truncate(end)
+        try:
+            self._fh = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            _name_file(exc, self.path)
+        if lock:  # owned before the existing lines are read: a second writer cannot append the same ids
+            lock_for_append(self._fh, self.path)
+        self._failed = False
+        try:
+            cut_torn_tail(self.path)
             for _, obj in iter_json_lines(self.path):
                 if isinstance(obj, LineError):
                     raise ValueError(f"{obj} (cannot resume from a damaged file)")
                 self.existing.append(obj)
-        self._fh = self.path.open("a", encoding="utf-8")
-        self._failed = False
+        except BaseException:
+            self._fh.close()
+            raise
 
     def append(self, item: BaseModel | dict[str, Any]) -> None:
         try:
@@ -217,8 +259,12 @@ class AppendLog:
 
     def extend(self, items: Iterable[BaseModel | dict[str, Any]]) -> None:
         """Several lines, flushed once (a batch is kept or lost whole-lines at a time)."""
-        self._fh.write("".join(dump_line(item) for item in items))
-        self._fh.flush()
+        try:
+            self._fh.write("".join(dump_line(item) for item in items))
+            self._fh.flush()
+        except OSError as exc:
+            self._failed = True
+            _name_file(exc, self.path)
 
     def close(self) -> None:
         try:
@@ -237,7 +283,7 @@ class AppendLog:
 def read_json_object(path: str | Path) -> dict[str, Any] | None:
     """The JSON object a file holds, or None when it is missing, unreadable or not an object (optional metadata)."""
     try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+        obj = parse_json(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return obj if isinstance(obj, dict) else None

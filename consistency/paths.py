@@ -7,14 +7,18 @@ from datetime import datetime
 from pathlib import Path
 
 
-def cache_dir() -> Path:
-    """``CC_CACHE_DIR`` if set, else the user's cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``)."""
+def cache_root() -> Path:
+    """``CC_CACHE_DIR`` if set, else the user's cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``); not created."""
     explicit = os.environ.get("CC_CACHE_DIR")
     if explicit:
-        path = Path(explicit).expanduser()
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        path = Path(base) / "consistency"
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "consistency"
+
+
+def cache_dir() -> Path:
+    """:func:`cache_root`, created if missing (raises OSError when it cannot be)."""
+    path = cache_root()
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -303,7 +303,7 @@ def test_answers_cut_at_the_token_limit_are_recorded_failures_with_the_reason(tm
         assert srv.count == 2 * result.meta["questions"]  # each asked once more with room, no more
     assert len(result.failures) == result.meta["questions"]
     assert {f["error"] for f in result.failures} == {"answer truncated at 1024 tokens"}
-    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "complete"
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "failed"  # not one forecast
 
 
 def test_time_queued_for_the_models_slots_does_not_count_against_the_forecast_timeout(tmp_path):

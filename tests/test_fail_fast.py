@@ -247,7 +247,7 @@ def test_a_run_where_every_question_failed_exits_1(tmp_path):
     source.write_text(FLAKY.replace("% 4 == 0", "% 1 == 0"))  # a different error for each question
     proc = evaluate_cmd(f"{source}::Flaky", tmp_path / "run")
     assert proc.returncode == 1 and "no question got a forecast" in proc.stderr
-    assert run_json(tmp_path / "run")["status"] == "complete"  # not stopped early: the errors all differ
+    assert run_json(tmp_path / "run")["status"] == "failed"  # not stopped early (the errors all differ), no forecast
 
 
 # --- totals across sessions, including two SIGKILLs -------------------------------------------

@@ -113,6 +113,7 @@ def test_hanging_server_times_out_and_retries():
 
 
 def test_exhausted_retries_become_a_recorded_failure():
+    # fewer 500s in a row than stop an endpoint that never answered (fatal.SERVER_ERRORS_AFTER)
     with ScriptedServer(lambda req: Fault.server_error(500)) as srv:
 
         async def go():

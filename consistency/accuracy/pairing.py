@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..jsonl import read_json_object
+from ..jsonl import parse_json, read_json_object
 
 _SPLIT = re.compile(r"(_tuples(_[a-z0-9]+)*|_\d{8}_\d{8})$")
 
@@ -84,7 +84,7 @@ def forecaster_record(directory: str | Path) -> dict[str, Any] | None:
         return recorded if isinstance(recorded, dict) else None
     try:
         with (directory / "config.jsonl").open(encoding="utf-8") as fh:
-            first = json.loads(fh.readline())
+            first = parse_json(fh.readline())
         if isinstance(first, dict) and first.get("forecaster_class"):
             return first
     except (OSError, UnicodeDecodeError, ValueError):

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..files import check_from_name
-from ..jsonl import LineError, iter_json_lines, utf16_encoding
+from ..jsonl import LineError, iter_json_lines, parse_json, utf16_encoding
 from ..models import ForecastLine, GroundTruthRecord
 from .inputs import ScoreInputError, outcomes
 from .pairing import forecaster_record
@@ -371,7 +370,7 @@ def read_run(
     for path in sorted(directory.glob("*.jsonl")):
         if check_from_name(path) is None:
             continue
-        for number, obj in iter_json_lines(path):
+        for number, obj in _lines_of(path):
             if isinstance(obj, LineError):
                 _skip(skipped, obj)
                 continue
@@ -417,10 +416,20 @@ def _one_line(exc: ValueError) -> str:
     return str(exc).replace("\n", " ")
 
 
+def _lines_of(path: Path) -> Iterator[tuple[int, dict | LineError]]:
+    """:func:`iter_json_lines`; a file that cannot be opened (a dangling or looping symbolic link) is one sentence."""
+    try:
+        yield from iter_json_lines(path)
+    except OSError as exc:
+        from ..write_errors import cannot_read
+
+        raise ScoreInputError(cannot_read(exc)) from None
+
+
 def json_kind(path: str | Path) -> str | None:
     """What a (pretty-printed) ``.json`` file holds, for errors that name it; ``None`` when it is not JSON."""
     try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
+        obj = parse_json(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     if not isinstance(obj, dict):

@@ -41,13 +41,19 @@ def load_questions(path: Path) -> list[ForecastingQuestion]:
     """Questions from JSONL; a bad line, or no question at all, stops the command with one message."""
     from ..sources.paper import DatasetRefError, dataset_path  # paper:NAME and hf:// references → local files
 
-    questions, problems = [], []
+    questions, problems, first_line = [], [], {}
     try:
         path = dataset_path(path)
-        for _, parsed in read_jsonl(path, ForecastingQuestion):
+        for number, parsed in read_jsonl(path, ForecastingQuestion):
             if isinstance(parsed, list):
                 problems.extend(str(e) for e in parsed)
+            elif parsed.id in first_line:  # a repeated id: warned about, the first question kept
+                err.print(
+                    f"[yellow]warning[/yellow] {escape(str(path))}:{number}: id {escape(parsed.id)} repeats line "
+                    f"{first_line[parsed.id]}; the first is kept"
+                )
             else:
+                first_line[parsed.id] = number
                 questions.append(parsed)
     except (OSError, DatasetRefError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")

@@ -124,6 +124,8 @@ def run_calls(work: Coroutine[Any, Any, T], *, resumable: bool = True) -> T:
     """``asyncio.run(work)``; an error no retry can fix (a wrong key, an unknown model, an unreachable
     endpoint) ends the command with its one sentence and exit code 1."""
     from ..llm.fatal import FatalError
+    from ..locking import InUseError
+    from ..write_errors import cannot_write
 
     try:
         return asyncio.run(work)
@@ -139,3 +141,11 @@ def run_calls(work: Coroutine[Any, Any, T], *, resumable: bool = True) -> T:
             + (": what finished is saved; run the same command again to continue" if resumable else "")
         )
         raise typer.Exit(interrupted_code()) from None
+    except InUseError as exc:  # another command appends to the same file
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except OSError as exc:  # the output cannot be written (full disk, read-only, file-size limit...)
+        err.print(f"[red]error[/red] {escape(cannot_write(exc))}")
+        if resumable:
+            err.print("what finished is saved: run the same command again once this is fixed to continue")
+        raise typer.Exit(2) from None

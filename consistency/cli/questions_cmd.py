@@ -287,8 +287,13 @@ def scrape_cmd(
         except KeyboardInterrupt:
             err.print(f"interrupted: the questions written stay in {escape(str(out_path))}; --resume carries on")
             raise typer.Exit(interrupted_code()) from None
-        except ValueError as exc:
+        except ValueError as exc:  # options the source cannot honour; --out in use by another command
             err.print(f"[red]error[/red] {escape(str(exc))}")
+            raise typer.Exit(2) from None
+        except OSError as exc:  # --out (or its position file) cannot be written: full, read-only, too big
+            from ..write_errors import cannot_write
+
+            err.print(f"[red]error[/red] {escape(cannot_write(exc))}; the questions written stay, --resume carries on")
             raise typer.Exit(2) from None
     out.print(
         f"{report.written} new {source} question(s) in {escape(str(report.path))}"

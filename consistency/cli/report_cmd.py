@@ -33,6 +33,7 @@ def report(
     import time
 
     from ..accuracy.inputs import ScoreInputError
+    from ..files import DetectionError
     from ..metrics.forecast_files import ScoringError
     from ..report import ReportInputError, make_report
 
@@ -40,8 +41,13 @@ def report(
     try:
         with err.status(f"reading {len(paths)} path(s) and drawing the figures"):
             result = make_report(paths, out_file, top=top, png_dir=png, title=title)
-    except (ReportInputError, ScoringError, ScoreInputError, OSError) as exc:
+    except (ReportInputError, ScoringError, ScoreInputError, DetectionError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        from ..write_errors import cannot_read
+
+        err.print(f"[red]error[/red] {escape(cannot_read(exc))}")
         raise typer.Exit(2) from None
     if diff:
         _add_diff(paths, result.path)

@@ -10,10 +10,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..forecasters import Forecaster, ForecastOutcome, Occurrence
+from ..jsonl import cut_torn_tail
 from ..llm import LLM, LLMSettings
 from ..llm.batch import BATCHES, BatchProgress, unfinished
 from ..llm.fatal import FatalError
 from ..models import ForecastingQuestion
+from ..write_errors import fix_for
 from . import sessions
 from .rundir import TRANSCRIPT, RunDir, RunDirError, now
 
@@ -178,6 +180,7 @@ def drive(
     contents. Raises :class:`FatalError` (with ``run_dir`` set) after recording a ``failed`` run."""
     run.acquire()  # (already ours if we just created it) no second process works on this run meanwhile
     done = run.open_journal()
+    cut_torn_tail(run.path / TRANSCRIPT)  # a line torn by a kill or a refused write (file-size limit, full disk)
     answered_before = sum(1 for a in asks if (done.get(a.key) or {}).get("forecast") is not None)
     tally = Tally(total=len(asks), done=answered_before)
     if options.on_start is not None:
@@ -207,9 +210,13 @@ def drive(
             )
         )
         status = "complete"
+        if did["failed"] and not did["answered"] and not answered_before:
+            status = "failed"  # not one forecast: nothing was measured (the reasons are in the journal)
+        if llm.write_error is not None:  # the transcript could not be written: questions after it were not asked
+            status, stopped = "interrupted", llm.write_error
     except FatalError as exc:
         status, fatal = "failed", exc
-    except OSError as exc:  # most likely a full disk: what is journaled is safe, stop here
+    except OSError as exc:  # a full disk, a file-size limit...: what is journaled is safe, stop here
         stopped = exc
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: recorded as interrupted below; the caller names the run
         exc.run_dir = run.path  # type: ignore[attr-defined]
@@ -221,7 +228,8 @@ def drive(
                 run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
             did["asked"] = did["answered"] + did["failed"]
             closed = sessions.end(run.read(), llm.stats.as_dict(), status, did)
-            meta = run.update(**closed, status=status, ended=now(), failure=str(fatal) if fatal else None, **extra)
+            failure = str(fatal) if fatal else ("every question failed" if status == "failed" else None)
+            meta = run.update(**closed, status=status, ended=now(), failure=failure, **extra)
         except OSError as exc:
             stopped = stopped or exc
             status = "interrupted"
@@ -230,7 +238,7 @@ def drive(
         saved = sum(1 for r in done.values() if r.get("forecast") is not None)
         raise RunStopped(
             f"cannot write {stopped.filename or run.path}: {stopped.strerror or stopped}; the run stopped with "
-            f"{saved} forecast(s) saved: free some space and finish it with --resume {run.path}"
+            f"{saved} forecast(s) saved: {fix_for(stopped)} and finish it with --resume {run.path}"
         ) from stopped
     log.info("run %s: %s", run.path, status)
     if fatal is not None:

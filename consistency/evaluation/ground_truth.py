@@ -29,14 +29,21 @@ def load_questions(
     if info.kind not in (FileKind.QUESTIONS, FileKind.GROUND_TRUTH):
         raise ValueError(f"{path}: holds {info.kind}; --questions needs a questions file")
     questions, errors, seen = [], [], set()
-    for _, item in validate_lines(info):
+    first_line: dict[str, int] = {}  # id -> the line that used it first
+    for number, item in validate_lines(info):
         if isinstance(item, list):
             errors.extend(item)
             continue
         q = item.question if isinstance(item, GroundTruthRecord) else item
-        if question_key(q) not in seen:
-            seen.add(question_key(q))
-            questions.append(q)
+        if question_key(q) in seen:
+            continue  # the same question again: one forecast serves both
+        if q.id in first_line:  # another question under a used id: its results could not be told apart
+            why = f"repeats the id of line {first_line[q.id]} with another question; the first is kept"
+            errors.append(LineError(str(info.path), number, "id", why))
+            continue
+        seen.add(question_key(q))
+        first_line[q.id] = number
+        questions.append(q)
     return sample_in_order(questions, limit, np.random.default_rng(seed)), errors
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..jsonl import AppendLog, atomic_write, dump_line, write_json
+from ..jsonl import AppendLog, atomic_write, dump_line, parse_json, write_json
 
 RUN_FILE = "run.json"
 JOURNAL = "forecasts.jsonl"
@@ -118,9 +118,14 @@ class RunDir:
         if not self.run_file.is_file():
             raise RunDirError(f"{self.path}: no {RUN_FILE}; not a run directory")
         try:
-            return json.loads(self.run_file.read_text(encoding="utf-8"))
+            meta = parse_json(self.run_file.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{self.run_file}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+        except (ValueError, OSError) as exc:
+            raise RunDirError(f"{self.run_file}: cannot be read ({exc})") from None
+        if not isinstance(meta, dict):
+            raise RunDirError(f"{self.run_file}: not a run record (a JSON {type(meta).__name__}, not an object)")
+        return meta
 
     def update(self, **changes: Any) -> dict[str, Any]:
         meta = self.read() | changes

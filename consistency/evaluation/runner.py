@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ValidationError
 
 from ..checks import Check
 from ..forecasters import Forecaster, Occurrence, load_forecaster
@@ -89,6 +90,7 @@ def reopen_run(
     meta = run.read()
     if meta.get("kind") != kind:
         raise RunDirError(f"{run_dir}: not a {kind} run (kind {meta.get('kind')!r})")
+    _check_recorded(run, meta, kind)
     if forecaster is None:  # CLI runs recorded their -F options; library runs their constructor's arguments
         if "[redacted]" in meta["forecaster_spec"]:
             raise RunDirError(
@@ -99,6 +101,45 @@ def reopen_run(
         forecaster = load_forecaster(meta["forecaster_spec"], recorded)
     options = options or options_of(meta)
     return run, meta, forecaster, options
+
+
+class _Recorded(BaseModel):
+    """What ``run.json`` must hold, of the right types, for a run to be resumed."""
+
+    forecaster_spec: str
+    forecaster: dict[str, Any]
+
+
+class _Benchmark(BaseModel):
+    tuples: str | None
+    checks: list[str] | None
+    limit: int | None
+    seed: int
+    fingerprint: str
+
+
+class _ConsistencyRun(_Recorded):
+    benchmark: _Benchmark
+    parameters: dict[str, Any]
+
+
+class _QuestionsRun(_Recorded):
+    questions_file: str
+    limit: int | None
+    seed: int
+
+
+def _check_recorded(run: RunDir, meta: dict[str, Any], kind: str) -> None:
+    """One sentence for a ``run.json`` edited or damaged into values a resume cannot use (``"limit": "abc"``)."""
+    try:
+        (_ConsistencyRun if kind == "consistency" else _QuestionsRun).model_validate(meta)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        got = "" if first["type"] == "missing" else f" (got {first.get('input')!r})"
+        raise RunDirError(
+            f"{run.run_file}: {where}: {first['msg']}{got}; the run record is damaged and cannot be resumed"
+        ) from None
 
 
 def plan(sets: Sequence[TupleSet], per_occurrence: bool) -> tuple[list[Ask], list[list[list[str]]]]:

@@ -8,7 +8,6 @@ finishes), so totals of calls, tokens and cost cover everything a run has done a
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from datetime import UTC, datetime
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..jsonl import parse_json
 from .rundir import now
 
 #: The counts summed over sessions (the LLM layer's statistics, plus wall time).
@@ -57,7 +57,7 @@ def counts_from_transcript(transcript: Path, offset: int) -> dict[str, Any]:
         fh.seek(offset)
         for raw in fh:
             try:
-                record = json.loads(raw)
+                record = parse_json(raw)
             except ValueError:
                 continue
             usage = record.get("usage") or {}

@@ -184,7 +184,7 @@ class ArbitrageForecaster(Forecaster):
             self._sidecar.close()
             self._sidecar = None
         if path is not None:
-            self._sidecar = AppendLog(Path(path) / SIDECAR)
+            self._sidecar = AppendLog(Path(path) / SIDECAR, lock=False)  # the run directory's lock covers it
             self._written = {(line["depth"], line["key"]) for line in self._sidecar.existing}
 
     # ----------------------------------------------------------------- forecasting

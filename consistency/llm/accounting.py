@@ -11,6 +11,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from ..jsonl import cut_torn_tail
 from .secrets import redact
 
 
@@ -84,8 +85,15 @@ class Transcript:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        cut_torn_tail(self.path)  # a line torn by a kill or a refused write: the next one starts clean
 
     def write(self, record: dict[str, Any]) -> None:
+        """Append one line; an OSError (full disk, file-size limit...) names the transcript."""
         line = redact(json.dumps(record, ensure_ascii=False, default=str)) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line)
+        try:
+            with self._lock, self.path.open("a", encoding="utf-8") as fh:
+                fh.write(line)
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            raise type(exc)(exc.errno, exc.strerror or str(exc), str(self.path)) from exc

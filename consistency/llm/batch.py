@@ -80,6 +80,10 @@ T = TypeVar("T")
 RESUBMITS = 2
 #: Per-line error codes meaning "not run", not "failed": the request is submitted again.
 NOT_RUN = frozenset({"batch_expired", "batch_cancelled"})
+#: Per-line errors (no response) that a direct call would have met as a retryable HTTP status: given
+#: to the client as that status, so the call is retried (in the next batch, or directly per
+#: ``batch_fallback``) within its attempt budget, exactly as the same fault met directly would be.
+RETRYABLE_LINE = {"server_error": 500, "internal_error": 500, "request_timeout": 504, "rate_limit_exceeded": 429}
 CHAT_PATH = "/v1/chat/completions"
 
 
@@ -176,7 +180,9 @@ class BatchCollector:
                 return cast(ChatCompletion, construct_type(type_=ChatCompletion, value=json.loads(data)))
         request = httpx2.Request("POST", client.base_url.join("chat/completions"))
         response = httpx2.Response(status, headers={"content-type": "application/json"}, content=data, request=request)
-        raise client._make_status_error_from_response(response)
+        error = client._make_status_error_from_response(response)
+        error.from_batch = True  # type: ignore[attr-defined]  # (reliab) a batch's first answers come all at once
+        raise error
 
     async def ask(self, body: bytes) -> tuple[int, bytes]:
         """The HTTP status and body answering the chat completion request ``body``."""
@@ -356,6 +362,8 @@ class BatchCollector:
                     and not (error.get("code") == "batch_cancelled" and batch.status == "cancelled")
                 ):
                     outcomes[cid] = f"batch {batch.id} {batch.status}: {error.get('message') or error.get('code')}"
+                elif error and error.get("code") in RETRYABLE_LINE:
+                    outcomes[cid] = (RETRYABLE_LINE[error["code"]], json.dumps({"error": error}).encode())
                 else:
                     reason = (error or {}).get("message") or (error or {}).get("code") or "no response"
                     outcomes[cid] = BatchFailure(f"batch {batch.id} ({batch.status}) did not answer: {reason}")

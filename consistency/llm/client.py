@@ -28,7 +28,8 @@ from instructor.core import IncompleteOutputException
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from ..paths import cache_dir
+from ..paths import cache_root
+from ..write_errors import cannot_write
 from .accounting import RunStats, Transcript, Usage
 from .batch import BatchProgress
 from .cache import ResponseCache, cache_key
@@ -72,6 +73,10 @@ class LLM:
         self.transcript = Transcript(transcript) if transcript else None
         self.cost_limit_reached = False
         self.breaker = Breaker()  # stops all calls on errors that cannot succeed on retry
+        #: set when the transcript cannot be written (full disk, file-size limit, read-only,
+        #: I/O error): no new request is sent from then on, answers in flight are still handed back
+        #: (their callers journal them), and the run stops resumable (evaluation.asking.drive)
+        self.write_error: OSError | None = None
         self._endpoints: dict[str, Endpoint] = {}
         self._endpoint_lock: asyncio.Lock | None = None
 
@@ -80,6 +85,8 @@ class LLM:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+        if self.write_error is not None and exc[0] is None:  # the command stops as on a full disk
+            raise self.write_error
 
     async def aclose(self) -> None:
         for endpoint in self._endpoints.values():
@@ -174,6 +181,9 @@ class LLM:
     ) -> LLMResult:
         start = time.perf_counter()
         self.breaker.check()
+        if self.write_error is not None:  # nothing more is sent once the run's files cannot be written
+            self.stats.failures += 1
+            return LLMResult(None, error=f"not asked: {cannot_write(self.write_error)}")
         ledger = Ledger()
         token = LEDGER.set(ledger)
         ep: Endpoint | None = None
@@ -401,6 +411,24 @@ class LLM:
         if not result.ok:
             self.stats.failures += 1
         if self.transcript is not None:
+            try:
+                self._transcribe(ep, messages, response_model, params, result)
+            except OSError as exc:  # the answer is paid for: hand it back, send nothing more
+                if self.write_error is None:
+                    log.warning("%s; no more LLM calls are made", cannot_write(exc))
+                self.write_error = self.write_error or exc
+        return result
+
+    def _transcribe(
+        self,
+        ep: Endpoint | None,
+        messages: list[dict[str, Any]],
+        response_model: type | None,
+        params: dict[str, Any],
+        result: LLMResult,
+    ) -> None:
+        """The call's line in the transcript (raises OSError when it cannot be written)."""
+        if self.transcript is not None:
             value = result.value.model_dump(mode="json") if isinstance(result.value, BaseModel) else result.value
             self.transcript.write(
                 {
@@ -423,7 +451,6 @@ class LLM:
                     "error": result.error,
                 }
             )
-        return result
 
 
 def _open_cache(path: Path | None) -> ResponseCache | None:
@@ -431,7 +458,7 @@ def _open_cache(path: Path | None) -> ResponseCache | None:
     try:
         return ResponseCache(path)
     except (sqlite3.Error, OSError) as exc:
-        where = path or cache_dir() / ResponseCache.FILENAME
+        where = path or cache_root() / ResponseCache.FILENAME  # cache_dir() would raise again here
         log.warning("cannot open the response cache %s (%s); running without it", where, exc)
         return None
 

@@ -25,6 +25,9 @@ from .specs import ModelSpec
 #: Identical occurrences of an error that cannot succeed on retry before a run stops.
 FATAL_AFTER = 3
 
+#: Server errors (5xx) in a row, with no good answer before them, that stop a run.
+SERVER_ERRORS_AFTER = 8
+
 _DEFAULT_HOSTS = {"openai": "api.openai.com", "local": "the bundled local model server"}
 _FATAL_STATUS = {400, 401, 403, 404, 422}
 _CONNECT_ERRORS = (httpx2.ConnectError, httpx2.ConnectTimeout)
@@ -102,6 +105,18 @@ def diagnose(exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
         cause = f"the client does not take the request parameter {bad.group(1)!r}" if bad else f"TypeError: {text}"
         fix = f"remove -F {bad.group(1)}" if bad else "correct the forecaster's request parameters"
         return Diagnosis(f"type:{text}", f"cannot call {host}: {cause}; {fix}")
+    if isinstance(exc, openai.APIStatusError) and exc.status_code >= 500 and not getattr(exc, "from_batch", False):
+        # transient by nature, so retried; but an endpoint that has never answered and fails every
+        # request the same way is broken, not busy: stop instead of retrying every question
+        text = redact(_message(exc))
+        said = f" ({text})" if text else ""
+        return Diagnosis(
+            f"5xx:{exc.status_code}:{text}",
+            f"{host} answered HTTP {exc.status_code}{said} each time it was asked; "
+            "check the server (its logs) or try again later",
+            after=SERVER_ERRORS_AFTER,
+            needs_unreached=True,
+        )
     cause = _connect_cause(exc)
     if cause is not None:
         text = redact(" ".join(str(cause).split())) or type(cause).__name__
@@ -148,7 +163,9 @@ class Breaker:
             if streak.signature != diagnosis.signature:
                 streak.signature, streak.count = diagnosis.signature, 0
             streak.count += 1
-            if streak.count >= min(diagnosis.after, self.after) and self.reason is None:
+            # a diagnosis asking for more occurrences than the breaker's (5xx) gets them; fewer (401) stop sooner
+            limit = diagnosis.after if diagnosis.after > FATAL_AFTER else min(diagnosis.after, self.after)
+            if streak.count >= limit and self.reason is None:
                 self.reason = diagnosis.sentence + "."
             return diagnosis
 

@@ -24,7 +24,7 @@ from ..accuracy import proper
 from ..accuracy.pairing import Identity, forecaster_record, identity, identity_of, named
 from ..accuracy.table import read_ground_truth
 from ..checks import Check, all_checks, get_check
-from ..jsonl import iter_json_lines
+from ..jsonl import iter_json_lines, parse_json
 from ..metrics import bootstrap_mean_ci
 from ..metrics.forecast_files import ScoredFile, ScoreParams, forecast_files, is_checker_file, score_path
 
@@ -168,7 +168,7 @@ def read_run(path: Path, name: str | None = None, top: int = 5) -> Run:
 
 def _json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ReportInputError(f"{path}: cannot read it as JSON ({exc})") from None
     if not isinstance(data, dict):

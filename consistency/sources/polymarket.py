@@ -3,7 +3,8 @@ paged by cursor (``next_cursor`` passed back as ``after_cursor``; absent on the 
 
 ``closed`` defaults to false server-side, so resolved markets need ``closed=true``. ``outcomes``
 and ``outcomePrices`` are JSON-encoded strings; a binary market has outcomes ["Yes", "No"], and a
-settled one has prices exactly 1 and 0. The listing has no trader count and no text search:
+settled one has prices 1 and 0 (older markets: uncollapsed, e.g. 0.99999958 and 0.00000041, so a price within
+:data:`SETTLED_TOLERANCE` of 1 and 0 counts as settled). The listing has no trader count and no text search:
 ``--search`` filters titles here, ``--min-traders`` is refused.
 """
 
@@ -36,6 +37,11 @@ def _json_list(value: Any) -> list[Any]:
 
 #: The order book's API, which keeps each outcome token's price history.
 CLOB_BASE_URL = "https://clob.polymarket.com"
+
+
+#: How far from exactly 1 and 0 a closed market's prices may be and still count as settled (older
+#: markets were left at prices such as 0.99999958/0.00000041 instead of collapsing to 1/0).
+SETTLED_TOLERANCE = 1e-4
 
 
 class Polymarket:
@@ -85,9 +91,10 @@ class Polymarket:
         prices = [float(p) for p in _json_list(m.get("outcomePrices") or "[]")]
         resolution = None
         if m.get("closed"):
-            if prices == [1.0, 0.0]:
+            settled = len(prices) == 2 and all(min(p, 1.0 - p) <= SETTLED_TOLERANCE for p in prices)
+            if settled and prices[0] > 0.5 > prices[1]:
                 resolution = True
-            elif prices == [0.0, 1.0]:
+            elif settled and prices[0] < 0.5 < prices[1]:
                 resolution = False
             else:
                 return Skip("closed without a 0/1 settlement")

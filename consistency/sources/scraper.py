@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from ..jsonl import AppendLog, write_json
+from ..jsonl import AppendLog, parse_json, write_json
 from ..models import ForecastingQuestion
 from ..paths import cache_dir
 from .http import FatalHTTPError, FetchError, HttpSettings, MalformedPage, PageCache, WebClient, full_url
@@ -225,7 +225,7 @@ async def scrape(
     query_index, offset = 0, 0
     if resume and report.state_path.exists():
         try:
-            state = json.loads(report.state_path.read_text(encoding="utf-8"))
+            state = parse_json(report.state_path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ValueError(
                 f"{report.state_path}: not a scrape position ({exc}); delete it to start over (written questions stay)"
@@ -287,7 +287,10 @@ async def scrape(
                 except MalformedPage as exc:
                     report.bad_pages.append(BadPage(exc.url, exc.reason, here))
                     return Skip("detail page unusable")
-                except FatalHTTPError:
+                except FatalHTTPError as exc:
+                    if exc.status in (404, 410):  # this one item is gone (401/403 would concern them all)
+                        log.info("%s: skipped %s (HTTP %s)", source.name, exc.url, exc.status)
+                        return Skip(f"detail page not found (HTTP {exc.status})")
                     raise
                 except FetchError as exc:
                     report.bad_pages.append(BadPage(exc.url, exc.reason, here))
@@ -351,6 +354,7 @@ async def scrape(
 
             producer = asyncio.ensure_future(produce_keyset() if getattr(source, "keyset", False) else produce())
             saved_at = time.monotonic()
+            full = False
             try:
                 while (entry := await queue.get()) is not None:
                     if isinstance(entry, Exception):
@@ -402,6 +406,10 @@ async def scrape(
                         on_page(report)
                     if full:
                         break
+                # the listing ended (or stopped at an unusable cursor page): the position is saved either
+                # way, bad pages included, and a scrape resumed after its end is finished, not "more remain"
+                report.finished = not full and query_index >= len(queries)
+                save(report.finished)
             finally:
                 producer.cancel()
                 await asyncio.gather(producer, return_exceptions=True)

@@ -370,6 +370,8 @@ class WebFixture(ScriptedServer):
             return json_response(429, {"error": "Too Many Requests"}, [("retry-after", f"{self.retry_after:g}")])
         if kind == "500":
             return json_response(500, {"error": "Internal Server Error"})
+        if kind == "404":  # the item is gone (a deleted market's detail page)
+            return json_response(404, {"message": "Contract not found"})
         if kind == "drop":
             raise Drop
         return None
