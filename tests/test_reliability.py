@@ -241,7 +241,11 @@ def test_resume_of_a_damaged_run_json_is_one_sentence(tmp_path, damage):
 
 def test_resume_of_a_questions_run_with_a_damaged_limit_is_one_sentence(tmp_path):
     questions = tmp_path / "q.jsonl"
-    questions.write_text("".join(json.dumps({"title": f"Will event {i} happen by 2030?"}) + "\n" for i in range(3)))
+    questions.write_text(
+        "".join(
+            json.dumps({"title": f"Will event {i} happen by 2030?", "resolution": i % 2 == 0}) + "\n" for i in range(3)
+        )
+    )
     done = runner.invoke(app, ["evaluate", "-f", "constant", "-q", str(questions), "-o", "run"])
     assert done.exit_code == 0, done.output
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
