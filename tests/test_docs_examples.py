@@ -59,6 +59,7 @@ def test_page_examples(page: Path, servers, tmp_path, monkeypatch):
     for block in blocks(page):
         if block.kind == "python":
             monkeypatch.chdir(tmp_path)
+            monkeypatch.syspath_prepend(str(tmp_path))  # as `python` run there: the page's saved files import
             if saved := SAVE_AS.match(block.body):  # "# name.py" first: the page asks to save it as that file
                 (tmp_path / saved.group(1)).write_text(block.body, encoding="utf-8")
             for key, value in env.items():
