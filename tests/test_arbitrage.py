@@ -168,3 +168,22 @@ def _profits(worlds: np.ndarray, p: np.ndarray, F: np.ndarray) -> np.ndarray:
     t = (worlds == 1).astype(float)
     f = (worlds == 0).astype(float)
     return (np.log(p) - np.log(F)) @ t.T + (np.log1p(-p) - np.log1p(-F)) @ f.T
+
+
+def test_blocks_of_tuples_give_the_same_results(monkeypatch):
+    """Large inputs are solved in blocks (for speed); where the blocks split changes nothing."""
+    import importlib
+
+    module = importlib.import_module("consistency.metrics.arbitrage")
+    rng = np.random.default_rng(12)
+    for check in (get_check("ANDOR"), get_check("COND")):
+        F = rng.random((1000, check.n_fields))
+        w = rng.uniform(0.5, 2.0, size=F.shape)
+        whole = arbitrage(F, check.worlds, w)
+        monkeypatch.setattr(module, "_BLOCK", 97)
+        split = arbitrage(F, check.worlds, w)
+        monkeypatch.undo()
+        assert split.violation.shape == (1000,) and split.prices.shape == F.shape
+        np.testing.assert_allclose(split.violation, whole.violation, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(split.prices, whole.prices, rtol=0, atol=1e-9)
+        assert split.gap.max() <= 1e-9

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .face_choice import AndOrChoice
+
 _TINY = 1e-300
 CERTIFY_TOL = 1e-11
 _TAU_STEPS = 8
@@ -40,6 +42,10 @@ class FacePlan:
         # Closed forms first, larger faces first (they hold more of the tuples), iterative ones last:
         # each later face only sees the tuples the earlier ones left.
         self.faces.sort(key=lambda f: (f.newton, f.iterative, -len(f.worlds)))
+        # Where the optimal face follows from cheap tests (ANDOR), each tuple starts on its own face.
+        choice = AndOrChoice.of(problem.worlds)
+        by_worlds = {frozenset(f.worlds.tolist()): f for f in self.faces}
+        self.choice = None if choice is None else (choice, [by_worlds[s] for s in choice.faces])
 
     def solve(self, F: np.ndarray, L, w: np.ndarray, tol: float):
         """λ for every tuple (shape (N, k)), which tuples it certifies, and for those the bounds.
@@ -75,18 +81,9 @@ class FacePlan:
             done[hit] = True
             return ok
 
-        for face in self.faces:
-            if done.all():
-                break
-            if not face.iterative:
-                # A closed form costs less than gathering the rows left: computed for all, certified
-                # only where λ is a distribution (elsewhere the optimum is on another face).
-                sub = face.start(L, w, wL)
-                rows = np.flatnonzero(~done & (sub >= 0).all(axis=1))
-                accept(rows, sub[rows], face)
-                continue
-            rows = np.flatnonzero(~done)
-            if rows.size == N:  # the first face (a check with one face): nothing to gather
+        def attempt(face: Face, rows: np.ndarray) -> None:
+            """Solve ``face`` for ``rows`` (its closed form, or Newton's stages) and certify."""
+            if rows.size == N:  # nothing to gather
                 Lr, wr, wLr = L, w, wL
             else:
                 Lr, wr, wLr = (L[0][rows], L[1][rows]), w[rows], (wL[0][rows], wL[1][rows])
@@ -99,6 +96,26 @@ class FacePlan:
                 left[cand[accept(rows[cand], sub[cand], face)]] = False
                 if not left.any():
                     break
+
+        if self.choice is not None:
+            choice, chosen = self.choice
+            label = choice.pick(L, w, unit)
+            for j, face in enumerate(chosen):
+                rows = np.flatnonzero(label == j)
+                if rows.size:
+                    attempt(face, rows)
+        for face in self.faces:
+            rows = np.flatnonzero(~done)
+            if rows.size == 0:
+                break
+            if not face.iterative and 2 * rows.size > N:
+                # A closed form costs less than gathering most rows: computed for all, certified
+                # only where λ is a distribution (elsewhere the optimum is on another face).
+                sub = face.start(L, w, wL)
+                rows = rows[(sub[rows] >= 0).all(axis=1)]
+                accept(rows, sub[rows], face)
+            else:
+                attempt(face, rows)
         return lam, done, (prices, profits, upper)
 
     def certified(self, lam: np.ndarray, L, w: np.ndarray, tol: float):
