@@ -333,3 +333,16 @@ def test_a_batch_created_but_not_journaled_is_found_on_resume_not_created_again(
         assert all(r.ok for r in results) and len(results) == 3
         assert srv.batches.batches_created == 1 and set(srv.batches.executions.values()) == {1}
         assert srv.http_requests["GET /v1/batches"] == 1
+
+
+def test_a_journal_line_torn_by_a_kill_is_cut_before_the_next_record(tmp_path):
+    from consistency.llm.batch_journal import BatchJournal
+
+    journal = tmp_path / BATCHES
+    BatchJournal(journal).write("b1", state="validating")
+    with journal.open("a", encoding="utf-8") as fh:
+        fh.write('{"id": "b1", "state": "compl')  # killed mid-write
+    BatchJournal(journal).write("b2", state="in_progress")
+    records = read_batches(journal)  # before the fix, the glued line was a damaged line mid-file
+    assert records["b1"]["state"] == "validating" and records["b2"]["state"] == "in_progress"
+    assert journal.read_text(encoding="utf-8").count("\n") == 2

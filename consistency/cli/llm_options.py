@@ -32,7 +32,7 @@ Batch = Annotated[
     typer.Option(
         "--batch",
         help="Send requests through the provider's Batch API (/v1/files + /v1/batches): about half the price, "
-        "answers within 24 h; resumable. See README 'Batch mode'.",
+        "answers within 24 h; resumable. See the guide 'Batch mode and cc batches'.",
     ),
 ]
 BatchFallback = Annotated[

@@ -15,7 +15,7 @@ from typing import Any
 
 import openai
 
-from ..jsonl import LineError, iter_json_lines
+from ..jsonl import LineError, cut_torn_tail, iter_json_lines
 from ..paths import cache_dir
 from .secrets import redact
 
@@ -45,6 +45,7 @@ class BatchJournal:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as fh:
                 fcntl.flock(fh, fcntl.LOCK_EX)
+                cut_torn_tail(self.path)  # a line torn by a kill: the next record starts on its own line
                 fh.write(redact(line))
                 fh.flush()
         return record
