@@ -88,6 +88,7 @@ def test_a_bot_is_evaluated_over_http_and_its_probabilities_are_the_servers(serv
     # research and forecast per question, both through the bot's own LLM wrapper; no summary call (-F)
     questions = summary["questions"]["total"]
     assert server.count == 2 * questions
+    assert "not counted here" in res.output  # our ledger does not see the bot's litellm calls: say so
     prompts = [r.last_user_text for r in server.requests]
     assert sum(p.startswith("Find the news") for p in prompts) == questions
 

@@ -410,6 +410,11 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
         f"{meta.get('questions', 0)} questions, {len(result.failures)} failed; "
         f"{totals.get('calls', 0)} model calls, {totals.get('cache_hits', 0)} cache hits, ${totals.get('cost', 0):.4f}"
         f"{part}"
+        + (
+            " (a bot's own LLM calls go through litellm and are not counted here)"
+            if "bot" in meta.get("forecaster", {})
+            else ""
+        )
     )
     unresolved = (meta.get("summary") or {}).get("unresolved") or 0
     if result.report is None and unresolved and (meta.get("summary") or {}).get("scored"):
