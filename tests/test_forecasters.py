@@ -240,3 +240,26 @@ def test_cc_ask_answers_through_the_shared_llm_options():
 
     answer = json.loads(res.stdout)
     assert answer["ok"] and answer["prob"] == probability_for(sent) and answer["cache_hit"] is False
+
+
+def test_cc_ask_sends_what_the_basic_forecaster_sends():
+    """`--no-reasoning` is the bundled model's default prompt: probability only, no justification field."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from consistency.cli import app
+    from consistency.forecasters.llm import BasicForecaster, ProbabilityAnswer
+
+    assert BasicForecaster("local").request(ForecastingQuestion(title="Will X?"))[1] is ProbabilityAnswer
+    with ScriptedServer(probability_rule()) as srv:
+        answers = {}
+        for flag in ("--reasoning", "--no-reasoning"):
+            res = CliRunner().invoke(
+                app, ["ask", "Will it rain in 2030?", "-m", srv.model_spec(), "--json", "--no-cache", flag]
+            )
+            assert res.exit_code == 0, res.output
+            answers[flag] = json.loads(res.stdout)
+        schemas = [json.dumps(r.body.get("response_format") or r.body.get("tools")) for r in srv.requests]
+    assert answers["--reasoning"]["reasoning"] and answers["--no-reasoning"]["reasoning"] is None
+    assert "reasoning" in schemas[0] and "reasoning" not in schemas[1]

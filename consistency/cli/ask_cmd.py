@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..forecasters.llm import ForecastAnswer, forecast_messages
+from ..forecasters.llm import BasicForecaster
 from ..models import ForecastingQuestion
 from .console import err, escape, out
 from .llm_command import LLMArgs, llm_command, run_calls
@@ -18,6 +18,15 @@ def ask(
     title: Annotated[str, typer.Argument(help="The question, e.g. 'Will X happen before 2030?'")],
     body: Annotated[str, typer.Option("--body", help="Resolution criteria shown with the question.")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    reasoning: Annotated[
+        bool | None,
+        typer.Option(
+            "--reasoning/--no-reasoning",
+            help="Ask for a justification with the probability. Default: as `cc evaluate`'s basic forecaster "
+            "(yes, except for the bundled local model).",
+            show_default=False,
+        ),
+    ] = None,
     *,
     llm_args: LLMArgs,
 ) -> None:
@@ -25,19 +34,19 @@ def ask(
     from ..llm.secrets import redact  # a key written into the spec's URL is never printed
 
     question = ForecastingQuestion(title=title, body=body)
-    messages = forecast_messages(question)
     model = llm_args.model
+    messages, schema = BasicForecaster(model, reasoning=reasoning).request(question)
 
     async def run():
         async with llm_args.client() as llm:
-            return await llm.structured(model, messages, ForecastAnswer), llm.stats
+            return await llm.structured(model, messages, schema), llm.stats
 
     result, stats = run_calls(run(), resumable=False)
     summary = {
         "model": redact(model),
         "ok": result.ok,
         "prob": result.value.prob if result.ok else None,
-        "reasoning": result.value.reasoning if result.ok else None,
+        "reasoning": getattr(result.value, "reasoning", None) if result.ok else None,
         "error": result.error,
         "raw": None if result.ok else result.raw,
         "cache_hit": result.cache_hit,
@@ -50,7 +59,7 @@ def ask(
     if as_json:
         out.print_json(json.dumps(summary))
     elif result.ok:
-        out.print(f"[bold]{result.value.prob:.3f}[/bold]  {escape(result.value.reasoning)}")
+        out.print(f"[bold]{result.value.prob:.3f}[/bold]  {escape(getattr(result.value, 'reasoning', ''))}".rstrip())
         cost = "unknown price" if result.usage.cost is None or not _priced(model) else f"${result.usage.cost:.5f}"
         source = "cache" if result.cache_hit else f"{stats.calls} call(s), {stats.retries} retries"
         err.print(

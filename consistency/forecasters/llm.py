@@ -121,15 +121,17 @@ class BasicForecaster(LLMForecaster):
         super().__init__(model, **params)
         self.reasoning = parse_model_spec(model).provider != "local" if reasoning is None else bool(reasoning)
 
-    async def forecast(self, question: ForecastingQuestion) -> Forecast:
+    def request(self, question: ForecastingQuestion) -> tuple[list[dict[str, str]], type[BaseModel]]:
+        """The messages and answer schema this forecaster sends for ``question`` (``cc ask`` sends the same)."""
         if not self.reasoning:
-            messages = forecast_messages(question, "forecast_brief_system", "forecast_brief_user")
-            answer = self._value(
-                await self._client().structured(self.model, messages, ProbabilityAnswer, **self.params)
-            )
+            return forecast_messages(question, "forecast_brief_system", "forecast_brief_user"), ProbabilityAnswer
+        return forecast_messages(question), ForecastAnswer
+
+    async def forecast(self, question: ForecastingQuestion) -> Forecast:
+        messages, schema = self.request(question)
+        answer = self._value(await self._client().structured(self.model, messages, schema, **self.params))
+        if schema is ProbabilityAnswer:
             return Forecast(prob=answer.prob)
-        messages = forecast_messages(question)
-        answer = self._value(await self._client().structured(self.model, messages, ForecastAnswer, **self.params))
         return Forecast(prob=answer.prob, metadata={"reasoning": answer.reasoning})
 
 
