@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from .console import err, escape, out
+from .exits import ExitCode
 
 app = typer.Typer(help="ArbitrageForecaster call trees (the paper's and ours).", no_args_is_help=True)
 
@@ -45,7 +46,7 @@ def replay_cmd(
         results = replay(path, weights.value, write)
     except (ReplayError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     if as_json:
         out.print_json(json.dumps({"weights": weights.value, "files": [r.as_dict() for r in results]}))
         return

@@ -10,6 +10,7 @@ import typer
 from ..forecasters.llm import BasicForecaster
 from ..models import ForecastingQuestion
 from .console import err, escape, out
+from .exits import ExitCode
 from .llm_command import LLMArgs, llm_command, run_calls
 
 
@@ -71,7 +72,7 @@ def ask(
         if result.raw:
             err.print(f"raw answer: {escape(result.raw[:500])}")
     if not result.ok:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
 
 
 def _priced(model: str) -> bool:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from .console import err, escape, fmt, out
+from .exits import ExitCode
 
 
 def batches(
@@ -33,29 +34,29 @@ def batches(
         words = words[1:]
     if len(words) > 1:
         err.print("[red]error[/red] give one RUNDIR (or batch id with cancel)")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     target, only = (words[0] if words else None), None
     path = Path(target) / BATCHES if target and Path(target).is_dir() else default_journal()
     if target and not Path(target).is_dir():
         if not cancel:
             err.print(f"[red]error[/red] {escape(target)} is not a run directory")
-            raise typer.Exit(2)
+            raise typer.Exit(ExitCode.USAGE)
         only = target
     try:
         records = read_batches(path)
         if only and not any(only in (r.get("batch_id"), r["id"]) for r in records.values()):
             err.print(f"[red]error[/red] no batch {escape(only)} in {escape(str(path))}; give its run directory")
-            raise typer.Exit(2)
+            raise typer.Exit(ExitCode.USAGE)
         if cancel or refresh:
             records = {r["id"]: r for r in asyncio.run(update_batches(path, cancel=cancel, only=only))}
     except ValueError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     except Exception as exc:  # the provider could not be asked: say so in one sentence
         from ..llm.secrets import redact
 
         err.print(f"[red]error[/red] cannot reach the Batch API: {escape(redact(str(exc)))}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(ExitCode.FAILED) from None
     _print(path, list(records.values()))
 
 

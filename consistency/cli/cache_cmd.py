@@ -8,6 +8,7 @@ import typer
 
 from ..llm import ResponseCache
 from .console import err, escape, out
+from .exits import ExitCode
 
 app = typer.Typer(help="The response cache (SQLite, under CC_CACHE_DIR).", no_args_is_help=True)
 
@@ -47,4 +48,4 @@ def _open() -> ResponseCache:
 
         where = cache_dir() / ResponseCache.FILENAME
         err.print(f"[red]error[/red] cannot open the response cache {escape(str(where))}: {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None

@@ -11,6 +11,7 @@ import typer
 from ..accuracy.inputs import ScoreInputError
 from ..accuracy.ranking import compare as compare_two
 from .console import err, escape, out
+from .exits import ExitCode
 from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
 
@@ -29,7 +30,7 @@ def compare(
         c = compare_two(load_forecasts(paths, duplicates), a, b, resamples=resamples, seed=seed, as_of=as_of)
     except ScoreInputError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     t, bs = c.t_test, c.bootstrap
     summary = {
         "a": a,

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from .console import err, escape, out
+from .exits import ExitCode
 from .table_options import Duplicates, skipping
 
 
@@ -107,7 +108,7 @@ def correlate(
         for name, reason in left_out.items():
             err.print(f"  left out {escape(name)}: {escape(reason)}")
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     for name, reason in left_out.items():
         err.print(f"left out {escape(name)}: {escape(reason)}")
     if as_json:

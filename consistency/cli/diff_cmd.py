@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from .console import err, escape, fmt, out, print_skipped
+from .exits import ExitCode
 
 
 def diff(
@@ -39,7 +40,7 @@ def diff(
         result = diff_runs(run_a, run_b, metric=metric, resamples=bootstrap, seed=seed, level=level, test=test, top=top)
     except (ValueError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     worse = result.worse()
     if as_json:
         out.print_json(json.dumps(result.to_dict()))
@@ -50,7 +51,7 @@ def diff(
     if worse:
         err.print(f"[red]worse[/red]: B is significantly worse than A on {', '.join(worse)}")
     if fail_if_worse and worse:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
 
 
 def _print(result) -> None:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .console import err, escape, fmt, out, pct
+from .exits import ExitCode
 
 app = typer.Typer(help="Write a run in another tool's format.", no_args_is_help=True)
 
@@ -29,7 +30,7 @@ def inspect_log(
         metrics = export_run(run, output, ScoreParams(epsilon=epsilon))
     except (ScoringError, DetectionError, KeyError, OSError, ValueError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     out.print(
         f"{int(metrics['scored'])} tuples: arbitrage avg {fmt(metrics.get('arbitrage_mean'))}, "
         f"violated {pct(metrics.get('arbitrage_violated'))}; frequentist avg {fmt(metrics.get('frequentist_mean'))}, "

@@ -14,6 +14,7 @@ from ..accuracy.inputs import ScoreInputError
 from ..accuracy.ranking import METHODS, hold_back_early_closers
 from ..accuracy.ranking import leaderboard as rank
 from .console import err, escape, fmt, out
+from .exits import ExitCode
 from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def leaderboard(
             standings.sort(key=lambda s: (math.isnan(s.score), s.score))
     except ScoreInputError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     chosen = METHODS[method]
     if as_json:
         out.print_json(

@@ -143,9 +143,9 @@ def run_calls(work: Coroutine[Any, Any, T], *, resumable: bool = True) -> T:
         raise typer.Exit(interrupted_code()) from None
     except InUseError as exc:  # another command appends to the same file
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     except OSError as exc:  # the output cannot be written (full disk, read-only, file-size limit...)
         err.print(f"[red]error[/red] {escape(cannot_write(exc))}")
         if resumable:
             err.print("what finished is saved: run the same command again once this is fixed to continue")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .console import err, escape, out
+from .exits import ExitCode
 from .table_options import SOURCES_HELP, Duplicates
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def proxy(
         ahead = scores.future(order, bootstrap=bootstrap, seed=seed) if order or len(raw.batches) > 1 else None
     except ScoreInputError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     variant = "leave-one-out" if loo else "with self"
     summary = _summary(raw, forecasters, correlations, ahead, variant=variant, zscore=zscore, loss=loss)
     if as_json:

@@ -14,7 +14,7 @@ import typer
 from ..embeddings import make_embedder
 from ..questions import QuestionReport, Window, build_questions, related_titles, synthetic_titles, verify_questions
 from .console import err, escape, out
-from .exits import interrupted_code
+from .exits import ExitCode, interrupted_code
 from .generate_cmd import load_questions
 from .llm_command import LLMArgs, llm_command, print_usage, run_calls, shared_options
 
@@ -73,10 +73,10 @@ def _window(created: str | None, resolve_by: str) -> Window:
         window = Window(date.fromisoformat(created) if created else date.today(), date.fromisoformat(resolve_by))
     except ValueError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     if window.resolve_by <= window.created:
         err.print("[red]error[/red] --resolve-by must be after --created")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     return window
 
 
@@ -146,7 +146,7 @@ def related(
     source = next((q for q in pool if q.id == source_id), None)
     if source is None:
         err.print(f"[red]error[/red] no question with id {escape(source_id)} in {escape(str(questions))}")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
 
     async def titles_of(llm):
         embedder = make_embedder(titling.embeddings, llm)
@@ -174,7 +174,7 @@ def fill(
         lines = [t.strip() for t in titles.read_text(encoding="utf-8").splitlines() if t.strip()]
     except OSError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
 
     async def titles_of(llm):
         return lines
@@ -210,7 +210,7 @@ def _day_option(value: str | None, flag: str):
         return date.fromisoformat(value)
     except ValueError:
         err.print(f"[red]error[/red] {flag} must be a date YYYY-MM-DD, got {escape(value)!r}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
 
 
 @app.command("scrape")
@@ -250,10 +250,10 @@ def scrape_cmd(
 
     if source not in SOURCES:
         err.print(f"[red]error[/red] unknown source {escape(source)!r}; choose one of {', '.join(SOURCES)}")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     if status not in ("resolved", "open", "all"):
         err.print(f"[red]error[/red] --status must be resolved, open or all, got {escape(status)!r}")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     opts = ScrapeOptions(
         status=status, resolved_after=_day_option(resolved_after, "--resolved-after"),
         resolved_before=_day_option(resolved_before, "--resolved-before"),
@@ -283,18 +283,18 @@ def scrape_cmd(
             )  # fmt: skip
         except FatalHTTPError as exc:
             err.print(f"[red]error[/red] {escape(exc.reason)} ({escape(exc.url)})")
-            raise typer.Exit(1) from None
+            raise typer.Exit(ExitCode.FAILED) from None
         except KeyboardInterrupt:
             err.print(f"interrupted: the questions written stay in {escape(str(out_path))}; --resume carries on")
             raise typer.Exit(interrupted_code()) from None
         except ValueError as exc:  # options the source cannot honour; --out in use by another command
             err.print(f"[red]error[/red] {escape(str(exc))}")
-            raise typer.Exit(2) from None
+            raise typer.Exit(ExitCode.USAGE) from None
         except OSError as exc:  # --out (or its position file) cannot be written: full, read-only, too big
             from ..write_errors import cannot_write
 
             err.print(f"[red]error[/red] {escape(cannot_write(exc))}; the questions written stay, --resume carries on")
-            raise typer.Exit(2) from None
+            raise typer.Exit(ExitCode.USAGE) from None
     out.print(
         f"{report.written} new {source} question(s) in {escape(str(report.path))}"
         + (f" ({report.already} already there)" if report.already else "")
@@ -354,30 +354,30 @@ def news_cmd(
 
     if not (feed or articles or newsapi):
         err.print("[red]error[/red] give --feed URL, --articles FILE or --newsapi QUERY")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     pool, problems = [], []
     if articles:
         try:
             loaded, errors = load_articles(articles)
         except OSError as exc:
             err.print(f"[red]error[/red] {escape(str(exc))}")
-            raise typer.Exit(2) from None
+            raise typer.Exit(ExitCode.USAGE) from None
         for e in errors[:20]:
             err.print(f"[red]error[/red] {escape(str(e))}")
         if errors:
-            raise typer.Exit(2)
+            raise typer.Exit(ExitCode.USAGE)
         pool += loaded
     first = _day_option(days_from, "--from")
     last = _day_option(days_to, "--to") or first
     if newsapi and first is None:
         err.print("[red]error[/red] --newsapi needs --from (and optionally --to)")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
     key = optional_key(NEWSAPI_VARIABLE)
     if newsapi and not key:
         err.print(
             f"[red]error[/red] {NEWSAPI_VARIABLE} is not set: export it or put it in a .env file to use --newsapi"
         )
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.USAGE)
 
     async def gather_articles():
         cache = PageCache(cache_dir() / "pages" / "news")

@@ -10,6 +10,7 @@ import typer
 from ..checks import UnknownCheckError
 from ..files import DetectionError, validate_file
 from .console import err, escape, out
+from .exits import ExitCode
 
 
 def _expand(paths: list[Path]) -> tuple[list[Path], list[str]]:
@@ -64,4 +65,4 @@ def validate(
             out.print(
                 f"  note: keys not in our model were kept: {', '.join(sorted(report.unknown_keys))}", markup=False
             )
-    raise typer.Exit(1 if failed else 0)
+    raise typer.Exit(ExitCode.FAILED if failed else ExitCode.OK)
