@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from consistency.cli.ask_cmd import ForecastAnswer
+from consistency.forecasters.llm import ForecastAnswer
 from consistency.llm import LLM, LLMSettings
 from consistency.models import Forecast, ForecastingQuestion
 from consistency.prompts import question_block, render
