@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from ..checks import Check
 from ..jsonl import AppendLog
 from ..models import ForecastingQuestion
+from .chains import NoHorizon
 from .llm import InstantiationError
 from .relevance import Ranked, RelevanceRanker
 from .tuples import Instantiator, choose_around, choose_bases
@@ -172,6 +173,8 @@ async def _make(
     }
     try:
         tup = await instantiator.instantiate(check, bases)
+    except NoHorizon as exc:
+        return "instantiate: no deadline the template can move", reject | {"step": "instantiate", "reason": str(exc)}
     except InstantiationError as exc:
         return "instantiate: model answer unusable", reject | {
             "step": "instantiate",
