@@ -2,8 +2,10 @@
 
 Reads ``benchmark/questions.jsonl`` (base questions written for this project, resolving
 2027-2030) and writes ``benchmark/tuples/<Checker>.jsonl``: ``--per-check`` tuples of every
-check, built by the deterministic template instantiator, with related questions (same category)
-paired. Same inputs and seed give byte-identical files.
+builtin check, built by the deterministic template instantiator, with related questions (same category)
+paired. MONOTONE's chains start from the questions whose "by DATE" deadline the template can move
+(:func:`consistency.generate.chains.find_deadline`; 42 of the 72), one chain per question. Same inputs
+and seed give byte-identical files.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import asyncio
 from pathlib import Path
 
 from ..checks.builtin import BUILTIN_CHECKS
+from ..checks import chain_fields
 from ..generate import TemplateInstantiator, instantiate_all
+from ..generate.chains import NoHorizon, find_deadline
 from ..jsonl import read_jsonl, write_jsonl
 from ..models import ForecastingQuestion
 from . import benchmark_dir
@@ -30,9 +34,20 @@ def make_benchmark(questions_path: Path, out_dir: Path, per_check: int = PER_CHE
     instantiator = TemplateInstantiator()
     counts = {}
     for check in BUILTIN_CHECKS:
-        tuples = asyncio.run(instantiate_all(instantiator, check, questions, per_check, seed=seed))
+        pool = questions
+        if chain_fields(check):
+            pool = [q for q in questions if _has_horizon(q)]
+        tuples = asyncio.run(instantiate_all(instantiator, check, pool, per_check, seed=seed))
         counts[check.class_name] = write_jsonl(out_dir / f"{check.class_name}.jsonl", tuples)
     return counts
+
+
+def _has_horizon(question: ForecastingQuestion) -> bool:
+    try:
+        find_deadline(question)
+    except NoHorizon:
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> None:
