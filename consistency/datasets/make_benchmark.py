@@ -14,8 +14,8 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from ..checks.builtin import BUILTIN_CHECKS
 from ..checks import chain_fields
+from ..checks.builtin import BUILTIN_CHECKS
 from ..generate import TemplateInstantiator, instantiate_all
 from ..generate.chains import NoHorizon, find_deadline
 from ..jsonl import read_jsonl, write_jsonl

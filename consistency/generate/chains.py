@@ -38,7 +38,11 @@ _MONTHS = "January|February|March|April|May|June|July|August|September|October|N
 _DATE = rf"(?:{_MONTHS}) \d{{1,2}}, \d{{4}}"
 _DEADLINE = re.compile(rf"\b(by|before|on or before) ({_DATE})\?\s*$")
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
-_REPORTED = re.compile(r"\bas (?:\w+ )*?(?:of|by)\s*,?\s*$|,\s*$")
+# "..., as first reported by DATE", "... as of DATE", "..., by DATE": when a result is known, not a horizon.
+_REPORTED = re.compile(
+    r"(?:\bas (?:\w+ly |first )?(?:reported|published|confirmed|decided|determined|announced|declared|certified|of)|,)"
+    r"\s*$"
+)
 
 
 class NoHorizon(ValueError):
