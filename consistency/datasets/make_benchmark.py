@@ -17,7 +17,7 @@ from pathlib import Path
 from ..checks import chain_fields
 from ..checks.builtin import BUILTIN_CHECKS
 from ..generate import TemplateInstantiator, instantiate_all
-from ..generate.chains import NoHorizon, find_deadline
+from ..generate.chains import fits_horizon
 from ..jsonl import read_jsonl, write_jsonl
 from ..models import ForecastingQuestion
 from . import benchmark_dir
@@ -36,18 +36,10 @@ def make_benchmark(questions_path: Path, out_dir: Path, per_check: int = PER_CHE
     for check in BUILTIN_CHECKS:
         pool = questions
         if chain_fields(check):
-            pool = [q for q in questions if _has_horizon(q)]
+            pool = [q for q in questions if fits_horizon(q)]
         tuples = asyncio.run(instantiate_all(instantiator, check, pool, per_check, seed=seed))
         counts[check.class_name] = write_jsonl(out_dir / f"{check.class_name}.jsonl", tuples)
     return counts
-
-
-def _has_horizon(question: ForecastingQuestion) -> bool:
-    try:
-        find_deadline(question)
-    except NoHorizon:
-        return False
-    return True
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -94,6 +94,15 @@ def find_deadline(question: ForecastingQuestion) -> Deadline:
     return Deadline(word, text, day, stated)
 
 
+def fits_horizon(question: ForecastingQuestion) -> bool:
+    """Whether the horizon template can make a chain from ``question``."""
+    try:
+        find_deadline(question)
+    except NoHorizon:
+        return False
+    return True
+
+
 def shift_years(day: date, years: int) -> date:
     """The same calendar day ``years`` later (February 29 becomes February 28 off leap years)."""
     year = day.year + years
