@@ -107,11 +107,19 @@ def test_cc_evaluate_scores_the_bundled_chains_and_cc_report_shows_them(tmp_path
     assert "MONOTONE" in (tmp_path / "r.html").read_text()
 
 
-def test_the_inspect_task_list_has_one_task_per_check_including_monotone():
+@pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")  # inspect's, as there
+def test_the_inspect_task_for_monotone_scores_like_cc_score(tmp_path):
     pytest.importorskip("inspect_ai")
+    from inspect_support import assert_same, cc_scores, log_metrics
+    from test_inspect import mock, run, structured
+
     from consistency.integrations.inspect.tasks import CHECK_TASKS
 
     assert "monotone" in CHECK_TASKS and len(CHECK_TASKS) >= 11
+    log = run("consistency/monotone", mock(structured), tmp_path, limit=4)
+    assert len(log.samples) == 4
+    assert set(log.samples[0].scores["consistency_scorer"].metadata["answers"]) == {"P_1", "P_2", "P_3"}
+    assert_same(log_metrics(log), cc_scores(tmp_path, ["MonotoneChecker"], 4), multi=False)
 
 
 def test_attack_proposes_chains_and_the_coherent_rule_holds_on_them(tmp_path):
