@@ -86,6 +86,8 @@ def find_deadline(question: ForecastingQuestion) -> Deadline:
     resolves = question.resolution_date.date()
     if abs(day - resolves) > DEADLINE_SLACK:
         raise NoHorizon(f"the title's deadline {day} is not the resolution date {resolves}")
+    if question.created_date is not None and question.created_date.date() >= day:
+        raise NoHorizon(f"the deadline {day} is not after the question's creation")
     body = question.body
     # "before January 1, 2029" is often stated in the criteria as "to December 31, 2028".
     stated = tuple(d for d in (day, day - timedelta(days=1) if word == "before" else None) if d and _spoken(d) in body)
