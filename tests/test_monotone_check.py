@@ -27,7 +27,16 @@ def test_declaration_worlds_condition_and_names():
     assert BUILTIN_CHECKS[-1] is MONOTONE and MONOTONE not in PAPER_CHECKS
 
 
-def test_longer_chains_come_from_the_factory_by_name():
+@pytest.fixture
+def registry(monkeypatch):
+    """Checks registered by a test are forgotten after it (other tests enumerate the registry)."""
+    import consistency.checks as checks
+
+    monkeypatch.setattr(checks, "_CHECKS", dict(checks._CHECKS))
+    monkeypatch.setattr(checks, "_NAMES", dict(checks._NAMES))
+
+
+def test_longer_chains_come_from_the_factory_by_name(registry):
     m5 = get_check("MONOTONE5")
     assert m5 is get_check("mono5") is get_check("Monotone5Checker") is monotone_check(5)
     assert m5.field_names == tuple(f"P_{i}" for i in range(1, 6))
