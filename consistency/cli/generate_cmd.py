@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..checks import Check, all_checks, get_check
+from ..checks import Check, UnknownCheckError, all_checks, get_check
 from ..embeddings import make_embedder
 from ..generate import TemplateInstantiator
 from ..generate.llm import LLMInstantiator
@@ -162,7 +162,7 @@ def choose_checks(spec: str) -> list[Check]:
     """``all``, one name, or a comma-separated list (``neg,cond``), in the order given, without repeats."""
     names = [part.strip() for part in spec.replace(";", ",").split(",") if part.strip()]
     if not names:
-        raise KeyError("--check names no check")
+        raise UnknownCheckError("--check names no check (give a name such as neg, a list such as neg,cond, or all)")
     if any(name.lower() == "all" for name in names):
         return list(all_checks())
     return list({c.name: c for c in (get_check(name) for name in names)}.values())
