@@ -2,8 +2,9 @@
 
 The base forecaster is ``basic`` against the scripted server's *hypocritical* rule (a question and
 its negation both lean YES; two wordings of a question disagree; deterministic per text). Every
-setup runs ``evaluate`` on the bundled benchmark (``--limit`` tuples per check, every check
-scored; no response cache, so each prompt the server sees is a real call) and prints one row:
+setup runs ``evaluate`` on the bundled benchmark (``--limit`` tuples per check, each of the paper's
+ten checks scored, as in its tables; no response cache, so each prompt the server sees is a real
+call) and prints one row:
 
     setup  NEG avg/frac  PARA avg/frac  EXPEV avg/frac  aggregated  base_calls_per_question
            naive_calls_per_question  duplicate_prompts  wall_s  wall_vs_base
@@ -23,7 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from consistency.checks import get_check
+from consistency.checks import PAPER_CHECKS, get_check
 from consistency.datasets import benchmark_dir
 from consistency.evaluation import RunOptions, evaluate
 from consistency.forecasters import ArbitrageForecaster, BasicForecaster
@@ -65,6 +66,7 @@ def main() -> None:
             start = time.perf_counter()
             result = evaluate(
                 forecaster,
+                checks=[c.name for c in PAPER_CHECKS],  # the paper's tables: not MONOTONE
                 limit=args.limit,
                 out=Path(tmp) / name,
                 options=RunOptions(concurrency=args.concurrency, llm=settings),

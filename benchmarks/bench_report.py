@@ -1,7 +1,7 @@
 """Report speed and size: ``python benchmarks/bench_report.py [--runs 10] [--tuples 10000]``.
 
 Builds ``--runs`` scored directories (as ``cc score`` writes them) of ``--tuples`` tuples each, spread
-over the ten checks, with the bundled sample's questions and noisy coherent forecasts (untimed), then
+over the builtin checks, with the bundled sample's questions and noisy coherent forecasts (untimed), then
 times ``make_report`` on all of them and on the bundled sample, and prints
 
     <case> report_s=<s> report_mb=<MB> read_s|score_s=<s> ratio=<report_s / reference>
@@ -87,7 +87,7 @@ def measure(name: str, paths: list[Path], out: Path, reference=read_floor, label
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--tuples", type=int, default=10_000, help="tuples per run (spread over the ten checks)")
+    parser.add_argument("--tuples", type=int, default=10_000, help="tuples per run (spread over the builtin checks)")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:

@@ -99,10 +99,10 @@ def test_checks_json(tmp_path: Path) -> None:
     result = cc("checks", "--json", cwd=tmp_path, columns=None)
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
-    assert len(rows) == 10
+    assert len(rows) == 11  # the paper's ten (the bundled sample's) and MONOTONE
     by_name = {row["name"]: row for row in rows}
-    assert set(by_name) == set(CHECKS)
-    assert {row["class_name"] for row in rows} == set(CHECKS.values())
+    assert set(by_name) == {*CHECKS, "MONOTONE"}
+    assert {row["class_name"] for row in rows} == {*CHECKS.values(), "MonotoneChecker"}
     assert by_name["ANDOR"]["worlds"] == 4
     cond = by_name["COND"]
     assert list(cond["fields"]) == ["P", "Q_given_P", "P_and_Q"]

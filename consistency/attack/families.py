@@ -3,8 +3,9 @@
 A family is anything with a ``name`` and a ``propose(state)`` method yielding :class:`Candidate`
 tuples (a plain or an async generator), best first; the search takes the first one it has not
 evaluated yet. Built in: one family per check (that check over the weak tuples' base questions,
-then its seed tuples) and one per mutation (a variant of a weak question put in its place, and the
-variant paired with its original). Write your own to plug in another proposal strategy.
+then its seed tuples; a MONOTONE chain over those with a "by DATE" deadline) and one per mutation
+(a variant of a weak question put in its place, and the variant paired with its original). Write
+your own to plug in another proposal strategy.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..checks import Check, get_check
 from ..generate import TemplateInstantiator
+from ..generate.chains import NoHorizon
 from ..generate.tuples import assemble_tuple
 from ..models import ForecastingQuestion
 from .mutations import MODEL_MUTATIONS, TEMPLATE_MUTATIONS, Variant, depth
@@ -87,7 +89,10 @@ class CheckFamily:
                     continue
                 bases = dict(zip(names, chosen, strict=False))
                 relevance = {"similarity": state.similarity(list(bases.values()))}
-                tup = template_tuple(self.check, bases, relevance=relevance)
+                try:
+                    tup = template_tuple(self.check, bases, relevance=relevance)
+                except NoHorizon:  # a chain needs a question with a "by DATE" deadline to move
+                    continue
                 lineage = {"parent": weak.key, "weak_questions": [q.id for q in own], "mutation": "other check"}
                 yield Candidate(self.check, tup, self.name, lineage)
         for i, tup in enumerate(state.seeds.get(self.check.name, ())):
@@ -137,9 +142,13 @@ class MutationFamily:
         written = variant.source != "template"
         swapped = {**bases, name: variant.question}
         if len({q.id for q in swapped.values()}) == len(swapped) and check.name in state.check_names:
-            tup = template_tuple(check, swapped)
-            role = {**lineage, "role": "substitute"}
-            yield Candidate(check, tup, self.name, role, verify=written and variant.relation == "other")
+            try:
+                tup = template_tuple(check, swapped)
+            except NoHorizon:  # the variant of a chain's source lost its deadline: no substitute
+                tup = None
+            if tup is not None:
+                role = {**lineage, "role": "substitute"}
+                yield Candidate(check, tup, self.name, role, verify=written and variant.relation == "other")
         pair = relation_tuple(bases[name], variant)
         if pair is not None and pair[0].name in state.check_names:
             yield Candidate(pair[0], pair[1], self.name, {**lineage, "role": "pair"})

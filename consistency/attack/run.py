@@ -14,12 +14,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checks import Check, all_checks, get_check
+from ..checks import Check, all_checks, chain_fields, get_check
 from ..checks.logic import Var
 from ..datasets import benchmark_dir
 from ..files import FileKind, detect, validate_lines
 from ..forecasters import Forecaster, load_forecaster
 from ..generate import TemplateInstantiator, instantiate_all
+from ..generate.chains import fits_horizon
 from ..jsonl import read_jsonl, write_json
 from ..llm import LLM, LLMSettings
 from ..llm.secrets import redact
@@ -95,8 +96,10 @@ def _setup(checks, questions, tuples) -> tuple[list[Check], list[ForecastingQues
     else:  # questions only: the seeds are template tuples over them
         seeds = {}
         for check in chosen:
+            # a chain starts from a question whose deadline the template can move
+            usable = [q for q in pool if fits_horizon(q)] if chain_fields(check) else pool
             try:
-                made = asyncio.run(instantiate_all(TemplateInstantiator(), check, pool, SEEDS_PER_CHECK))
+                made = asyncio.run(instantiate_all(TemplateInstantiator(), check, usable, SEEDS_PER_CHECK))
             except ValueError:
                 continue  # too few questions for this check's bases
             seeds[check.name] = made

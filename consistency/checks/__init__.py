@@ -1,21 +1,26 @@
 """Consistency checks: declarations, and a registry that resolves the paper's names to them.
 
 ``get_check`` accepts the paper's check name (``COND``), its class name (``CondChecker``) or
-a short name (``cond``), case-insensitively. ``register`` adds a check of your own.
+a short name (``cond``), case-insensitively. ``register`` adds a check of your own. Longer MONOTONE
+chains (``MONOTONE4``, ``mono5`` ...) are declared and registered the first time they are named.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .builtin import BUILTIN_CHECKS
+from .builtin import BUILTIN_CHECKS, PAPER_CHECKS
 from .check import BINARY, CONDITIONAL, Check, CheckDeclarationError
 from .condition import ConditionError, Constraint
 from .logic import Formula, parse
+from .monotone import MONOTONE, chain_fields, chain_from_name, monotone_check
 
 __all__ = [
     "BINARY",
+    "BUILTIN_CHECKS",
     "CONDITIONAL",
+    "MONOTONE",
+    "PAPER_CHECKS",
     "Check",
     "CheckDeclarationError",
     "ConditionError",
@@ -23,8 +28,10 @@ __all__ = [
     "Formula",
     "UnknownCheckError",
     "all_checks",
+    "chain_fields",
     "check_for_fields",
     "get_check",
+    "monotone_check",
     "parse",
     "register",
 ]
@@ -65,6 +72,8 @@ def get_check(name: str | Check) -> Check:
         return name
     found = _NAMES.get(name.strip().lower().removesuffix(".jsonl"))
     if found is None:
+        found = _chain(name)
+    if found is None:
         import difflib
 
         known = ", ".join(sorted({c.aliases[0] if c.aliases else c.name.lower() for c in _CHECKS.values()}))
@@ -72,6 +81,15 @@ def get_check(name: str | Check) -> Check:
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UnknownCheckError(f"unknown check {name!r}{hint} (known checks: {known})")
     return found
+
+
+def _chain(name: str) -> Check | None:
+    """``MONOTONE4`` and the like: declared and registered on first use."""
+    try:
+        chain = chain_from_name(name)
+    except ValueError as exc:
+        raise UnknownCheckError(f"unknown check {name!r}: {exc}") from None
+    return None if chain is None else register(chain)
 
 
 def all_checks() -> list[Check]:

@@ -1,11 +1,14 @@
-"""The ten checks of the consistency-checks paper (its Table 3), with the paper's field names.
+"""The builtin checks: the ten of the consistency-checks paper (its Table 3), with the paper's field
+names, then MONOTONE (horizon/threshold chains, :mod:`.monotone`), which the paper does not have.
 
-NEGATION, PARAPHRASE, ANDOR and BUT leave their condition to be derived from their worlds.
+NEGATION, PARAPHRASE, ANDOR and BUT leave their condition to be derived from their worlds. Code that
+reproduces the paper's tables uses :data:`PAPER_CHECKS`; everything else :data:`BUILTIN_CHECKS`.
 """
 
 from __future__ import annotations
 
 from .check import Check
+from .monotone import MONOTONE
 
 NEGATION = Check(
     "NEGATION",
@@ -80,4 +83,7 @@ EXPEVIDENCE = Check(
     description="Conservation of expected evidence (law of total probability).",
 )
 
-BUILTIN_CHECKS = (NEGATION, PARAPHRASE, CONSEQUENCE, AND, OR, ANDOR, BUT, COND, CONDCOND, EXPEVIDENCE)
+#: The paper's ten checks, in its order.
+PAPER_CHECKS = (NEGATION, PARAPHRASE, CONSEQUENCE, AND, OR, ANDOR, BUT, COND, CONDCOND, EXPEVIDENCE)
+#: Every check registered at import: the paper's ten, then MONOTONE.
+BUILTIN_CHECKS = (*PAPER_CHECKS, MONOTONE)

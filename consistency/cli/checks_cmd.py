@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ..checks import all_checks
+from ..checks import all_checks, chain_fields
 from .console import out
 
 
@@ -35,7 +35,10 @@ def checks(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON."
         table.add_column(col, overflow="fold")
     for c, row in zip(all_checks(), rows, strict=True):
         fields = ", ".join(name if name == sym else f"{name}={sym}" for name, sym in row["fields"].items())
-        if c.assume:
+        chain = chain_fields(c)
+        if chain:
+            fields += f" ({' ⇒ '.join(chain)})"
+        elif c.assume:
             fields += f" ({c.assume})"
         names = ", ".join([c.class_name, *row["aliases"]])
         table.add_row(c.name, names, fields, str(row["worlds"]), "; ".join(row["condition"]))

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..checks import Check, all_checks, get_check
+from ..checks import Check, UnknownCheckError, all_checks, get_check
 from ..embeddings import make_embedder
 from ..generate import TemplateInstantiator
 from ..generate.llm import LLMInstantiator
@@ -81,7 +81,12 @@ def choose_instantiator(choice: InstantiatorChoice, llm_args: LLMArgs) -> str:
 
 @llm_command
 def generate_cmd(
-    check: Annotated[str, typer.Option("--check", "-c", help="Check name or alias (neg, cond, ...), or 'all'.")],
+    check: Annotated[
+        str,
+        typer.Option(
+            "--check", "-c", help="Check name or alias (neg, cond, mono, ...), a comma-separated list, or 'all'."
+        ),
+    ],
     questions: Annotated[Path, typer.Option("--questions", "-q", help="Base questions (JSONL, one per line).")],
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for <Checker>.jsonl and rejects/.")],
     n: Annotated[int, typer.Option("-n", help="Tuples wanted per check (those already in the file count).")] = 50,
@@ -117,7 +122,7 @@ def generate_cmd(
 ) -> None:
     """Generate consistency tuples from base questions (resumable: rerun the same command to continue)."""
     try:
-        checks = list(all_checks()) if check == "all" else [get_check(check)]
+        checks = choose_checks(check)
     except KeyError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from None
@@ -139,18 +144,28 @@ def generate_cmd(
         concurrency=llm_args.settings.width(llm_args.values["max_connections"], n),
     )  # fmt: skip
     plan = Plan(kind, verify, threshold, verifier_model or llm_args.model, rel, embeddings, out_dir, options)
-    try:
-        reports = run_calls(_run(checks, pool, plan, llm_args))
-    except ValueError as exc:  # e.g. fewer base questions than the check needs
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+    reports, skipped = run_calls(_run(checks, pool, plan, llm_args))
     for report in reports:
         _print_report(report)
         short = shortfall(report, options, len(pool))
         if short:
             err.print(f"[yellow]{escape(short)}[/yellow]")
+    for name, reason in skipped:  # e.g. fewer base questions than the check needs
+        err.print(f"[yellow]{escape(name)}: not generated: {escape(reason)}[/yellow]")
     if not any(r.total for r in reports):
+        if skipped and not reports:
+            raise typer.Exit(ExitCode.USAGE)
         raise typer.Exit(ExitCode.FAILED)
+
+
+def choose_checks(spec: str) -> list[Check]:
+    """``all``, one name, or a comma-separated list (``neg,cond``), in the order given, without repeats."""
+    names = [part.strip() for part in spec.replace(";", ",").split(",") if part.strip()]
+    if not names:
+        raise UnknownCheckError("--check names no check (give a name such as neg, a list such as neg,cond, or all)")
+    if any(name.lower() == "all" for name in names):
+        return list(all_checks())
+    return list({c.name: c for c in (get_check(name) for name in names)}.values())
 
 
 def shortfall(report: GenerateReport, options: GenerateOptions, questions: int) -> str | None:
@@ -170,6 +185,8 @@ def shortfall(report: GenerateReport, options: GenerateOptions, questions: int) 
     rejected = sum(v for k, v in report.rejected.items() if not k.startswith("relevance"))
     if rejected:
         why.append(f"{rejected} made this run were rejected (reasons in {report.rejects_path})")
+    if report.rejected.get("instantiate: no deadline the template can move", 0):
+        why.append("the horizon template fits only 'by DATE' questions (--instantiator llm writes chains for others)")
     if not cut and not report.rejected.get("relevance: not in the top", 0):
         why.append(
             f"only {report.candidates} candidate base assignment(s) from {questions} question(s) "
@@ -193,7 +210,8 @@ class Plan:
 
 
 async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan, llm_args: LLMArgs):
-    reports = []
+    """The reports of the checks generated, and (check, reason) for those that could not be."""
+    reports, skipped = [], []
     async with llm_args.client() as llm:
         inst = LLMInstantiator(llm, llm_args.model) if plan.instantiator == "llm" else TemplateInstantiator()
         verifier = TupleVerifier(llm, plan.judge, plan.threshold) if plan.verify else None
@@ -210,12 +228,24 @@ async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan,
                     rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
                     progress.update(task, completed=r.total, note=f"{rejected} rejected, {llm.stats.calls} calls")
 
-                report = await generate(
-                    check, pool, inst, plan.out_dir, plan.options, ranker=ranker, verifier=verifier, on_progress=show
-                )
+                try:
+                    report = await generate(
+                        check,
+                        pool,
+                        inst,
+                        plan.out_dir,
+                        plan.options,
+                        ranker=ranker,
+                        verifier=verifier,
+                        on_progress=show,
+                    )
+                except ValueError as exc:  # e.g. fewer base questions than the check needs: the others go on
+                    progress.update(task, note="skipped")
+                    skipped.append((check.name, str(exc)))
+                    continue
                 reports.append(report)
     print_usage(llm.stats)
-    return reports
+    return reports, skipped
 
 
 def _print_report(report: GenerateReport) -> None:

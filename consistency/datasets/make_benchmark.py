@@ -2,8 +2,10 @@
 
 Reads ``benchmark/questions.jsonl`` (base questions written for this project, resolving
 2027-2030) and writes ``benchmark/tuples/<Checker>.jsonl``: ``--per-check`` tuples of every
-check, built by the deterministic template instantiator, with related questions (same category)
-paired. Same inputs and seed give byte-identical files.
+builtin check, built by the deterministic template instantiator, with related questions (same category)
+paired. MONOTONE's chains start from the questions whose "by DATE" deadline the template can move
+(:func:`consistency.generate.chains.find_deadline`; 42 of the 72), one chain per question. Same inputs
+and seed give byte-identical files.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from ..checks import chain_fields
 from ..checks.builtin import BUILTIN_CHECKS
 from ..generate import TemplateInstantiator, instantiate_all
+from ..generate.chains import fits_horizon
 from ..jsonl import read_jsonl, write_jsonl
 from ..models import ForecastingQuestion
 from . import benchmark_dir
@@ -30,7 +34,10 @@ def make_benchmark(questions_path: Path, out_dir: Path, per_check: int = PER_CHE
     instantiator = TemplateInstantiator()
     counts = {}
     for check in BUILTIN_CHECKS:
-        tuples = asyncio.run(instantiate_all(instantiator, check, questions, per_check, seed=seed))
+        pool = questions
+        if chain_fields(check):
+            pool = [q for q in questions if fits_horizon(q)]
+        tuples = asyncio.run(instantiate_all(instantiator, check, pool, per_check, seed=seed))
         counts[check.class_name] = write_jsonl(out_dir / f"{check.class_name}.jsonl", tuples)
     return counts
 

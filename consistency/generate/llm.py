@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..checks import Check
+from ..checks import Check, chain_fields
 from ..checks.logic import And, Formula, Given, Not, Or, Var
 from ..llm import LLM, LLMResult
 from ..models import ForecastingQuestion
@@ -87,7 +87,11 @@ class LLMInstantiator:
         self.llm, self.model = llm, model
 
     def bases_for(self, check: Check) -> tuple[str, ...]:
-        """Bases that are fields or appear inside a compound field (not CONSEQUENCE's ``Q``, which the model writes)."""
+        """Bases that are fields or appear inside a compound field (not CONSEQUENCE's ``Q``, which the model
+        writes); a chain's first field only."""
+        order = chain_fields(check)
+        if order:
+            return order[:1]
         compound = [f for f in check.formulas.values() if not isinstance(f, Var)]
         return tuple(b for b in check.bases if b in check.fields or any(b in f.atoms() for f in compound))
 
@@ -105,6 +109,8 @@ class LLMInstantiator:
         return [{"role": "system", "content": render("instantiate_system")}, {"role": "user", "content": user}]
 
     async def instantiate(self, check: Check, bases: Mapping[str, ForecastingQuestion]) -> dict[str, Any]:
+        if chain_fields(check):
+            return await self._chain(check, bases)
         used = {b: bases[b] for b in self.bases_for(check)}
         todo = [f for f, formula in check.formulas.items() if not (isinstance(formula, Var) and formula.name == f)]
         results = await asyncio.gather(
@@ -116,3 +122,19 @@ class LLMInstantiator:
                 raise InstantiationError(name, result)
             texts[name] = (result.value.title.strip(), result.value.body.strip())
         return assemble_tuple(check, check, used, texts, instantiator=self.name, model=self.model)
+
+    async def _chain(self, check: Check, bases: Mapping[str, ForecastingQuestion]) -> dict[str, Any]:
+        """A chain: the exact horizon template when the source fits it, else one call for all later fields."""
+        from .chains import NoHorizon, chain_messages, chain_text, horizon_chain, model_chain
+
+        first = self.bases_for(check)[0]
+        source = bases[first]
+        try:
+            return horizon_chain(check, source, instantiator="template")
+        except NoHorizon:
+            pass
+        messages = chain_messages(check, question_block(source))
+        result = await self.llm.structured(self.model, messages, chain_text(len(check.fields) - 1))
+        if not result.ok:
+            raise InstantiationError("/".join(check.field_names[1:]), result)
+        return model_chain(check, source, result.value, instantiator=self.name, model=self.model)

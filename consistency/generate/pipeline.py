@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from ..checks import Check
 from ..jsonl import AppendLog
 from ..models import ForecastingQuestion
+from .chains import NoHorizon
 from .llm import InstantiationError
 from .relevance import Ranked, RelevanceRanker
 from .tuples import Instantiator, choose_around, choose_bases
@@ -99,12 +100,12 @@ async def generate(
     """Write up to ``options.n`` accepted tuples of ``check`` (counting those already in the file)."""
     path, rejects_path = output_paths(check, out_dir)
     report = GenerateReport(check.name, path, rejects_path)
+    names = instantiator.bases_for(check)
+    groups = candidate_bases(check, names, questions, options)  # too few questions: ValueError, no file written
     with AppendLog(path) as accepted, AppendLog(rejects_path) as rejects:
         done = {tuple_key(check, t["metadata"]["base_sentences"]) for t in accepted.existing}
         done |= {r["key"] for r in rejects.existing}
         report.already = len(accepted.existing)
-        names = instantiator.bases_for(check)
-        groups = candidate_bases(check, names, questions, options)
         report.candidates = len(groups)
         if ranker is not None and len(names) > 1:
             prefilter = options.prefilter if options.prefilter is not None else 3 * (options.top or options.n)
@@ -172,6 +173,8 @@ async def _make(
     }
     try:
         tup = await instantiator.instantiate(check, bases)
+    except NoHorizon as exc:
+        return "instantiate: no deadline the template can move", reject | {"step": "instantiate", "reason": str(exc)}
     except InstantiationError as exc:
         return "instantiate: model answer unusable", reject | {
             "step": "instantiate",

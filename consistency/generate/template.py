@@ -11,21 +11,30 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
-from ..checks import Check
+from ..checks import Check, chain_fields
 from ..checks.logic import And, Formula, Given, Implies, Not, Or, Var
 from ..models import ForecastingQuestion
 from .tuples import assemble_tuple
 
 
 class TemplateInstantiator:
-    """Fields written from fixed templates; CONSEQUENCE uses its declared ``P or Q`` form."""
+    """Fields written from fixed templates; CONSEQUENCE uses its declared ``P or Q`` form, and a chain
+    (MONOTONE) moves its one source question's deadline (:mod:`.chains`)."""
 
     name = "template"
 
     def bases_for(self, check: Check) -> tuple[str, ...]:
-        return check.template_check.bases
+        order = chain_fields(check)
+        return order[:1] if order else check.template_check.bases
 
     def instantiate_sync(self, check: Check, bases: Mapping[str, ForecastingQuestion]) -> dict[str, Any]:
+        order = chain_fields(check)
+        if order:
+            from .chains import horizon_chain
+
+            if order[0] not in bases:
+                raise KeyError(f"template instantiation of {check.name} needs base question {order[0]}")
+            return horizon_chain(check, bases[order[0]], instantiator=self.name)
         meaning = check.template_check
         missing = [b for b in meaning.bases if b not in bases]
         if missing:

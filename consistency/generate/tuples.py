@@ -46,12 +46,14 @@ def assemble_tuple(
     instantiator: str,
     model: str | None = None,
     extra_metadata: Mapping[str, Any] | None = None,
+    resolution_dates: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A validated tuple of ``check`` whose field ``f`` means ``meaning.formulas[f]`` over ``bases``.
 
     ``texts`` gives (title, body) of every field that is not simply one of the bases. Resolution
-    date is the latest of the bases a field mentions, created date the latest creation date, and
-    the resolution is propagated from the bases' resolutions through the field's formula.
+    date is the latest of the bases a field mentions (or ``resolution_dates[f]``: a chain's later
+    horizons), created date the latest creation date, and the resolution is propagated from the
+    bases' resolutions through the field's formula.
     """
     resolved = meaning.resolve({name: q.resolution for name, q in bases.items() if name in meaning.bases})
     fields: dict[str, Any] = {}
@@ -68,7 +70,7 @@ def assemble_tuple(
             id=field_id(check, name, bases, instantiator),
             title=title,
             body=body,
-            resolution_date=_latest(q.resolution_date for q in involved),
+            resolution_date=(resolution_dates or {}).get(name) or _latest(q.resolution_date for q in involved),
             created_date=_latest(q.created_date for q in involved),
             question_type=meaning.question_types[name],
             data_source=instantiator,

@@ -11,11 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..checks import Check
+from ..checks import Check, chain_fields
 from ..checks.logic import Var
 from ..llm import LLM
 from ..models import ForecastingQuestion
 from ..prompts import render
+from .chains import chain_relation
 from .judgement import Verdict
 from .llm import bases_block, field_kind, labels_for, relation
 
@@ -38,12 +39,16 @@ class TupleVerifier:
     def messages(self, check: Check, tup: Mapping[str, Any]) -> list[dict[str, str]]:
         bases = {k: ForecastingQuestion.model_validate(v) for k, v in tup["metadata"]["base_sentences"].items()}
         refs = labels_for(bases)
+        chain = chain_fields(check)
         blocks = []
         for name, formula in check.formulas.items():
-            if isinstance(formula, Var) and formula.name == name:
+            if name in bases or (not chain and isinstance(formula, Var) and formula.name == name):
                 continue
             q = tup[name]
-            meant = relation(formula, field_kind(name, formula, bases), refs)
+            if chain:  # each link of a chain is judged against the field before it
+                meant = chain_relation(check, name, refs)
+            else:
+                meant = relation(formula, field_kind(name, formula, bases), refs)
             blocks.append(f"[{name}] must {meant}.\nTitle: {q['title']}\nBody: {q['body']}")
         user = render("verify_user", bases=bases_block(bases), fields="\n\n".join(blocks))
         return [{"role": "system", "content": render("verify_system")}, {"role": "user", "content": user}]

@@ -1,8 +1,9 @@
 """One step of the ArbitrageForecaster (paper §5, Algorithm 1): move x's forecast to the price a
 weighted arbitrageur would set against one tuple, and the weight rules that say how much x counts.
 
-x sits in the check's first field (``P`` in all ten checks). The exact solver of :mod:`.arbitrage`
-gives the arbitrageur's optimal prices, which are coherent; x's new forecast is its price there.
+x sits in the check's first field (``P`` in the paper's ten checks, ``P_1`` in MONOTONE). The exact
+solver of :mod:`.arbitrage` gives the arbitrageur's optimal prices, which are coherent; x's new forecast
+is its price there.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ The default rule shapes any schema with placeholder values (dates of 2024-01-01,
 random), so question pipelines reject most of what it writes. This rule answers each of the
 project's structured requests by what it asks for: forecasts are the default rule's probability
 of the question, articles are suitable, proposed and written questions resolve inside the window
-the prompt states, judgements pass (score 8), generated tuple fields reword their base questions,
+the prompt states, judgements pass (score 8), generated tuple fields reword their base questions
+(chains lower a threshold step by step),
 and due questions resolve YES or NO (a pure function of the question). Deterministic per request
 text, so documentation examples and tests can show its output.
 """
@@ -115,6 +116,31 @@ def _field(text: str) -> dict[str, Any]:
     return {"title": title, "body": body}
 
 
+_COUNT = re.compile(r"Write (\d+) new questions")
+_THRESHOLD = re.compile(r"\b(at least|more than|above|over|exceed) ([$]?)(\d[\d,]*)")
+
+
+def _chain(text: str) -> dict[str, Any]:
+    """A MONOTONE chain: the source's threshold lowered step by step (by a fifth of it each time), or,
+    when it states none, the same question with a wider scope (it or a comparable development)."""
+    n = int(_first(_COUNT, text, "2"))
+    title = _first(_QUESTION, text, "Will it happen?")
+    body = _first(_CRITERIA, text, "Resolves YES if it happens by the resolution date; NO otherwise.")
+    found = _THRESHOLD.search(title)
+    out = []
+    for i in range(1, n + 1):
+        if found:
+            value = int(found.group(3).replace(",", ""))
+            lower = f"{max(value - i * max(value // 5, 1), 0):,}"
+            new = f"{found.group(1)} {found.group(2)}{lower}"
+            weaker = (title.replace(found.group(0), new, 1), body.replace(found.group(3), lower))
+        else:
+            wider = " or a comparable development" * i
+            weaker = (f"{title.rstrip('?')} (counting{wider})?", f"{body} Also YES on{wider} of the same kind.")
+        out.append({"title": weaker[0], "body": weaker[1], "resolution_date": None})
+    return {"questions": out}
+
+
 def _resolution(text: str, probability_for: Callable[[str], float]) -> dict[str, Any]:
     yes = probability_for(_first(_QUESTION, text, text)) >= 0.5
     return {
@@ -169,6 +195,8 @@ def demo_rule(fallback: Rule, probability_for: Callable[[str], float]) -> Rule:
             return Reply.json(_titles(text))
         if tool == "FieldText":
             return Reply.json(_field(text))
+        if tool == "ChainText":
+            return Reply.json(_chain(text))
         if tool == "ResolutionAnswer":
             return Reply.json(_resolution(text, probability_for))
         outcome = fallback(request)

@@ -325,11 +325,32 @@ def hypocritical_rule() -> Rule:
     return forecast_rule(hypocritical_probability)
 
 
+_HORIZON = re.compile(
+    r"^(.*\b(?:by|before)) ((?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December) \d{1,2}, (\d{4}))\?$"
+)
+
+
+def _event_probability(title: str) -> float:
+    """:func:`probability_for`, except that "X by DATE?" is X's chance of happening by DATE: it grows with DATE
+    (yearly hazard :func:`probability_for` of X without its date), so MONOTONE's horizon chains hold too."""
+    found = _HORIZON.match(title.strip())
+    if found is None:
+        return probability_for(title)
+    hazard = min(max(probability_for(found.group(1)), 0.02), 0.98) / 2
+    years = max(int(found.group(3)) - 2025, 1) + _MONTHS.index(found.group(2).split()[0]) / 12
+    return 1.0 - (1.0 - hazard) ** years
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")  # fmt: skip
+
+
 def coherent_probability(text: str) -> float:
     """A perfectly coherent forecaster on template-made tuples: the base titles are independent events
-    (probability :func:`probability_for` each) and a field is the probability of the formula its title
+    (probability :func:`_event_probability` each) and a field is the probability of the formula its title
     states (:func:`consistency.testing.worlds.parse_title`), so every check holds exactly."""
-    return round(probability(parse_title(_asked_title(text)), probability_for), 6)
+    return round(probability(parse_title(_asked_title(text)), _event_probability), 6)
 
 
 #: Negations of titles longer than this many characters are where :func:`planted_rule` slips.

@@ -1,4 +1,5 @@
-"""The inspect tasks: ``consistency/<check>`` for each of the ten checks, and ``consistency/all``.
+"""The inspect tasks: ``consistency/<check>`` for each builtin check (the paper's ten and ``consistency/monotone``),
+and ``consistency/all``.
 
 Task parameters (``-T name=value``): ``tuples`` (a directory or file of tuples, ``paper:NAME`` or an
 ``hf://`` path; default: the bundled benchmark), ``limit`` (tuples per check, sampled with ``seed``
