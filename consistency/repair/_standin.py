@@ -1,30 +1,18 @@
-"""TEMPORARY stand-in for the repair math (branch ``repairmath``), behind the agreed signatures.
+"""TEMPORARY stand-in for ``repair_graph`` (branch ``repairmath``), behind the agreed signature.
 
-Per-tuple repair is the log-geometry repair that already exists (the arbitrage prices); the joint
-"repair" averages each question's per-tuple values. Deleted when ``repairmath`` is merged.
+Repairs each block with the real :func:`repair_tuples`, then averages each question's values: not a
+joint projection (and not coherent where a question is shared). Deleted when ``repairmath``'s lands.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from ..checks import Check
-from ..metrics import arbitrage
-from ..metrics.arbitrage import clip_forecasts
-
-Score = Literal["brier", "log"]
-
-
-@dataclass(frozen=True)
-class TupleRepair:
-    repaired: np.ndarray
-    moved: np.ndarray
-    guaranteed: np.ndarray
-    iterations: int = 0
+from .tuples import Score, TupleRepair, guaranteed_improvement, repair_tuples
 
 
 @dataclass(frozen=True)
@@ -36,29 +24,6 @@ class GraphRepair:
     status: str = "stand-in"
     iterations: int = 0
     seconds: float = 0.0
-
-
-def _loss(p: np.ndarray, world: np.ndarray, score: Score) -> np.ndarray:
-    resolves = world >= 0
-    o = (world == 1).astype(float)
-    if score == "brier":
-        per = (p - o) ** 2
-    else:
-        c = clip_forecasts(p)
-        per = -np.log(np.where(o == 1, c, 1 - c))
-    return np.where(resolves, per, 0.0).sum(axis=-1)
-
-
-def guaranteed_improvement(check: Check, probs: np.ndarray, repaired: np.ndarray, score: Score) -> np.ndarray:
-    gains = [_loss(probs, w, score) - _loss(repaired, w, score) for w in check.worlds]
-    return np.min(np.stack(gains), axis=0)
-
-
-def repair_tuples(check: Check, probs: np.ndarray, score: Score = "brier") -> TupleRepair:
-    probs = np.asarray(probs, dtype=float).reshape(-1, check.n_fields)
-    repaired = arbitrage(probs, check.worlds).prices if len(probs) else probs.copy()
-    moved = ((repaired - probs) ** 2).sum(axis=1)
-    return TupleRepair(repaired, moved, guaranteed_improvement(check, probs, repaired, score))
 
 
 def repair_graph(blocks: Sequence[tuple[Check, np.ndarray]], probs: np.ndarray, score: Score = "brier") -> GraphRepair:
@@ -75,6 +40,7 @@ def repair_graph(blocks: Sequence[tuple[Check, np.ndarray]], probs: np.ndarray, 
             repaired[idx],
             ((repaired[idx] - probs[idx]) ** 2).sum(axis=1),
             guaranteed_improvement(check, probs[idx], repaired[idx], score),
+            0,
         )
         for check, idx in blocks
     ]

@@ -1,0 +1,218 @@
+"""Per-tuple repair: move each tuple's forecasts to a coherent point that scores better in every world.
+
+Brier geometry. With every field binary the coherent forecasts are the convex hull of the check's
+worlds, and the repair ``q`` is the Euclidean projection of the forecasts ``p`` onto it: for every
+world ω, ``<p - q, ω - q> <= 0``, so ``Brier(p, ω) - Brier(q, ω) >= ||p - q||²`` (Pythagoras).
+
+A conditional field (``Q given P``) does not resolve in some worlds and its coherent values are a
+ratio, so the coherent set is not convex. For forecasts ``q`` let ``ω̃(q)`` be world ω with every
+unresolved coordinate replaced by ``q``'s own value, and ``H(q)`` the hull of the ``ω̃(q)``. ``q`` is
+coherent (``q_i = λ(i true) / λ(i resolves)`` for a distribution λ on the worlds) exactly when
+``q ∈ H(q)``. The repair is a fixed point ``q = Π_{H(q)}(p)``; Pythagoras in ``H(q)`` (where ``ω̃ - q``
+is 0 on the unresolved coordinates, which also score nothing) gives in every world ω
+
+    Brier(p, ω) - Brier(q, ω) >= Σ_{i resolves in ω} (p_i - q_i)²,
+
+so the loss never rises and falls by at least the squared distance moved on the fields that resolve.
+``H(q)`` depends only on ``q``'s conditional coordinates (one or two), so the fixed point is solved per
+tuple in that dimension: Newton's method with a finite-difference Jacobian, kept inside the unit box
+(and, in one dimension, inside a bracket of the root, which always exists: ``f(0) >= 0`` and
+``f(1) <= 1``), falling back to a plain fixed-point step when Newton does not reduce the residual.
+
+Log geometry: the repair is the arbitrage prices of :func:`consistency.metrics.arbitrage` (the
+log-score market's max-min prices); the log loss improves in every world by at least the arbitrage
+profit V, which is what ``moved`` reports.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+
+from ..checks.check import NONE, TRUE, Check
+from ..metrics.arbitrage import arbitrage, clip_forecasts
+from .polytope import FixedHull, project_each
+
+log = logging.getLogger(__name__)
+
+Score = Literal["brier", "log"]
+SCORES = ("brier", "log")
+FIXED_POINT_TOL = 1e-13
+_MAX_ITER = 60
+_FD_STEP = 1e-7
+_BLOCK = 16_384
+
+
+@dataclass(frozen=True)
+class TupleRepair:
+    """Per-tuple results, one row per tuple.
+
+    ``moved``: Brier, the sum of squared changes; log, the arbitrage profit V. ``guaranteed``: the
+    smallest loss improvement over the check's worlds (on the fields resolving in each), >= 0 for a
+    per-tuple repair. ``iterations``: fixed-point iterations (0 when no field is conditional).
+    """
+
+    repaired: np.ndarray
+    moved: np.ndarray
+    guaranteed: np.ndarray
+    iterations: int
+
+
+def check_probs(check: Check, probs: np.ndarray) -> np.ndarray:
+    probs = np.asarray(probs, dtype=float)
+    if probs.ndim != 2 or probs.shape[1] != check.n_fields:
+        raise ValueError(f"{check.name}: forecasts must have shape (N, {check.n_fields}), got {probs.shape}")
+    if not np.all(np.isfinite(probs)) or np.any((probs < 0) | (probs > 1)):
+        raise ValueError(f"{check.name}: forecasts must be finite and in [0, 1]")
+    return probs
+
+
+def check_score(score: str) -> None:
+    if score not in SCORES:
+        raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
+
+
+def repair_tuples(check: Check, probs: np.ndarray, score: Score = "brier") -> TupleRepair:
+    """Repair each row of ``probs`` (shape ``(N, n_fields)``) on its own; no model calls."""
+    check_score(score)
+    probs = check_probs(check, probs)
+    if score == "log":
+        result = arbitrage(probs, check.worlds)
+        repaired = result.prices
+        moved = result.violation
+        iterations = result.iterations
+    else:
+        repaired, iterations = brier_projection(check.worlds, probs)
+        moved = ((probs - repaired) ** 2).sum(axis=1)
+    return TupleRepair(repaired, moved, guaranteed_improvement(check, probs, repaired, score), iterations)
+
+
+def guaranteed_improvement(check: Check, probs: np.ndarray, repaired: np.ndarray, score: Score) -> np.ndarray:
+    """Per tuple, the smallest loss improvement from ``probs`` to ``repaired`` over the check's worlds.
+
+    Only the fields that resolve in a world count there. Log losses use forecasts clipped as
+    :func:`consistency.metrics.clip_forecasts` does (both arrays).
+    """
+    check_score(score)
+    return world_improvements(check.worlds, check_probs(check, probs), check_probs(check, repaired), score).min(axis=1)
+
+
+def world_improvements(worlds: np.ndarray, probs: np.ndarray, repaired: np.ndarray, score: Score) -> np.ndarray:
+    """Loss improvement in every world: shape ``(N, k)``."""
+    AT = (worlds == TRUE).astype(float)
+    AR = (worlds != NONE).astype(float)
+    if score == "brier":
+        # (p - ω)² - (q - ω)² = p² - q² - 2 (p - q) ω on resolving fields.
+        return (probs**2 - repaired**2) @ AR.T - 2.0 * (probs - repaired) @ AT.T
+    AF = AR - AT
+    p, q = clip_forecasts(probs), clip_forecasts(repaired)
+    return (np.log(q) - np.log(p)) @ AT.T + (np.log1p(-q) - np.log1p(-p)) @ AF.T
+
+
+def brier_projection(worlds: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, int]:
+    """The Brier repair of every row: the projection, or the fixed point with conditional fields."""
+    plan = _ConditionalPlan.of(worlds)
+    if plan.cols.size == 0:
+        return np.clip(FixedHull.of(worlds.astype(float)).project(probs)[0], 0.0, 1.0), 0
+    out = np.empty_like(probs)
+    iterations = 0
+    for s in range(0, len(probs), _BLOCK):
+        out[s : s + _BLOCK], it = plan.fixed_point(probs[s : s + _BLOCK])
+        iterations = max(iterations, it)
+    return np.clip(out, 0.0, 1.0), iterations  # convex combinations of 0/1 vertices, up to rounding
+
+
+class _ConditionalPlan:
+    """The worlds as a function of the conditional coordinates: ``ω̃(c)``."""
+
+    def __init__(self, worlds: np.ndarray) -> None:
+        self.worlds = worlds
+        self.base = np.where(worlds == NONE, 0.0, worlds).astype(float)
+        self.cols = np.flatnonzero((worlds == NONE).any(axis=0))
+        self.unresolved = worlds[:, self.cols] == NONE  # (k, d)
+
+    @staticmethod
+    @lru_cache(maxsize=64)
+    def _cached(key: bytes, shape: tuple[int, int]) -> _ConditionalPlan:
+        return _ConditionalPlan(np.frombuffer(key, dtype=np.int8).reshape(shape))
+
+    @classmethod
+    def of(cls, worlds: np.ndarray) -> _ConditionalPlan:
+        w = np.ascontiguousarray(worlds, dtype=np.int8)
+        return cls._cached(w.tobytes(), w.shape)
+
+    def vertices(self, c: np.ndarray) -> np.ndarray:
+        V = np.broadcast_to(self.base, (len(c), *self.base.shape)).copy()
+        for jj, j in enumerate(self.cols):
+            rows = self.unresolved[:, jj]
+            V[:, rows, j] = c[:, jj : jj + 1]
+        return V
+
+    def image(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``q = Π_{H(c)}(p)`` and the residual ``q_J - c``."""
+        q = project_each(p, self.vertices(c))[0]
+        return q, q[:, self.cols] - c
+
+    def fixed_point(self, p: np.ndarray) -> tuple[np.ndarray, int]:
+        N, d = len(p), self.cols.size
+        c = np.clip(p[:, self.cols], 0.0, 1.0)
+        q, h = self.image(p, c)
+        lo, hi = np.zeros((N, d)), np.ones((N, d))  # a bracket of the root (used in one dimension)
+        todo = np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
+        iterations = 0
+        while todo.size and iterations < _MAX_ITER:
+            iterations += 1
+            pt, ct, ht = p[todo], c[todo], h[todo]
+            if d == 1:
+                lo[todo] = np.where(ht > 0, ct, lo[todo])
+                hi[todo] = np.where(ht < 0, ct, hi[todo])
+            # Finite-difference Jacobian of the residual, stepping inward from the box's faces.
+            step = np.where(ct + _FD_STEP <= 1.0, _FD_STEP, -_FD_STEP)
+            jac = np.empty((len(todo), d, d))
+            for a in range(d):
+                shifted = ct.copy()
+                shifted[:, a] += step[:, a]
+                jac[:, :, a] = (self.image(pt, shifted)[1] - ht) / step[:, a : a + 1]
+            with np.errstate(all="ignore"):
+                newton = ct - _solve_general(jac, ht)
+            bad = ~np.isfinite(newton).all(axis=1)
+            newton[bad] = ct[bad] + ht[bad]  # the plain step f(c)
+            if d == 1:
+                outside = (newton <= lo[todo]) | (newton >= hi[todo])
+                newton = np.where(outside, 0.5 * (lo[todo] + hi[todo]), newton)
+            newton = np.clip(newton, 0.0, 1.0)
+            qn, hn = self.image(pt, newton)
+            worse = np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1)
+            if d > 1 and worse.any():  # Newton failed here: take the plain step instead
+                plain = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
+                newton[worse] = plain
+                qn[worse], hn[worse] = self.image(pt[worse], plain)
+            c[todo], q[todo], h[todo] = newton, qn, hn
+            width = (hi[todo] - lo[todo]).max(axis=1) if d == 1 else np.inf
+            todo = todo[(np.abs(hn).max(axis=1) > FIXED_POINT_TOL) & (width > FIXED_POINT_TOL)]
+        if todo.size:
+            log.warning(
+                "Brier repair: %d tuple(s) stopped %.1e from their fixed point after %d iterations",
+                todo.size,
+                float(np.abs(h[todo]).max()),
+                iterations,
+            )
+        return q, iterations
+
+
+def _solve_general(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve many small systems ``A x = b`` (1 x 1 or 2 x 2 by Cramer's rule); singular ones give inf or nan."""
+    if b.shape[1] == 1:
+        return b / A[:, 0, :]
+    if b.shape[1] == 2:
+        a, c, e, d = A[:, 0, 0], A[:, 0, 1], A[:, 1, 0], A[:, 1, 1]
+        det = a * d - c * e
+        return np.stack([(d * b[:, 0] - c * b[:, 1]) / det, (a * b[:, 1] - e * b[:, 0]) / det], axis=1)
+    out = np.full_like(b, np.nan)
+    ok = np.linalg.matrix_rank(A) == b.shape[1]
+    out[ok] = np.linalg.solve(A[ok], b[ok][..., None])[..., 0]
+    return out
