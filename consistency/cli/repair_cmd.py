@@ -56,13 +56,16 @@ def repair(
     is shown."""
     from ..files import DetectionError
     from ..repair.runs import repair_run
-    from ..repair.sources import RepairInputError
+    from ..repair.sources import NothingToRepair, RepairInputError
 
     if score not in ("brier", "log"):
         err.print(f"[red]error[/red] --score must be brier or log, not {escape(score)}")
         raise typer.Exit(ExitCode.USAGE)
     try:
         report = repair_run(path, score, joint, out_dir, force=force, resolutions=resolutions)  # type: ignore[arg-type]
+    except NothingToRepair as exc:
+        err.print(f"[red]nothing to repair[/red]: {escape(str(exc))}")
+        raise typer.Exit(ExitCode.FAILED) from None
     except (RepairInputError, DetectionError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from None

@@ -19,14 +19,18 @@ import numpy as np
 from ..checks import Check, all_checks
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError, read_json_object
-from ..metrics.forecast_files import ScoringError, forecast_files
+from ..metrics.forecast_files import NothingToScore, ScoringError, forecast_files
 from ..models import ForecastingQuestion, ForecastLine, format_datetime
 
 log = logging.getLogger(__name__)
 
 
 class RepairInputError(ValueError):
-    """A path a repair cannot read, or one with nothing to repair; one sentence naming it."""
+    """A path a repair cannot read; one sentence naming it."""
+
+
+class NothingToRepair(RepairInputError):
+    """A directory of forecast files none of whose lines could be read (or all empty)."""
 
 
 def question_identity(q: ForecastingQuestion) -> str:
@@ -100,6 +104,8 @@ def read_graph(path: str | Path, resolutions: str | Path | None = None) -> Forec
         raise RepairInputError(f"{root}: not a directory; give a run directory or a directory of <Checker>.jsonl")
     try:
         files = forecast_files([root])
+    except NothingToScore as exc:
+        raise NothingToRepair(str(exc).replace("to score", "to repair")) from None
     except ScoringError as exc:
         raise RepairInputError(str(exc)) from None
     positions: dict[str, int] = {}
@@ -147,7 +153,7 @@ def read_graph(path: str | Path, resolutions: str | Path | None = None) -> Forec
     if not any(t.rows for t in kept):
         first = next((str(e) for t in kept for e in t.errors), "")
         why = f" (first: {first})" if first else ""
-        raise RepairInputError(f"{root}: no forecast line could be read, nothing to repair{why}")
+        raise NothingToRepair(f"{root}: no forecast line could be read, nothing to repair{why}")
     meta = read_json_object(root / "run.json") or {}
     return ForecastGraph(root, kept, titles, forecasts, outcomes, conflicting, meta, _forecaster(root, meta))
 
