@@ -35,15 +35,28 @@ def isolated(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    """A complete ``cc evaluate`` run of a hypocritical forecaster on resolved tuples over shared questions."""
+def runs(tmp_path_factory) -> tuple[Path, Path]:
+    """Complete ``cc evaluate`` runs on resolved tuples over shared questions: a hypocritical forecaster, and
+    an ArbitrageForecaster (depth 1, NEGATION and PARAPHRASE) over it."""
     root = tmp_path_factory.mktemp("repair")
     tuples = write_tuples(root / "tuples")
     with ScriptedServer(hypocritical_rule()) as srv:
-        args = ["--forecaster", srv.model_spec(), "--tuples", str(tuples), "--out", str(root / "run"), "--no-cache"]
-        done = runner.invoke(app, ["evaluate", *args])
-    assert done.exit_code == 0, done.output
-    return root / "run"
+        spec = srv.model_spec()
+        for out, forecaster in (
+            ("run", [spec]),
+            ("arb", ["arbitrage", "-F", f"base={spec}", "-F", "checks=neg; para"]),
+        ):
+            args = ["--forecaster", *forecaster, "--tuples", str(tuples), "--out", str(root / out), "--no-cache"]
+            if out == "arb":
+                args += ["-F", "depth=1", "-F", "instantiator=template"]
+            done = runner.invoke(app, ["evaluate", *args])
+            assert done.exit_code == 0, done.output
+    return root / "run", root / "arb"
+
+
+@pytest.fixture
+def run(runs) -> Path:
+    return runs[0]
 
 
 def cc(*args: str):
@@ -214,3 +227,21 @@ def test_the_papers_scraped_tuples_joint_brier_repair_lowers_brier(tmp_path):
     assert report.total.tuples == 2000 and report.total.violation_after < 0.1 * report.total.violation_before
     q = report.total.realized_questions
     assert q.n > 1000 and q.brier_after < q.brier_before
+
+
+def test_report_compares_base_repairs_and_the_arbitrage_forecaster(runs, tmp_path):
+    base, arb = runs
+    plain = cc("report", base, "--out", tmp_path / "plain.html")
+    assert plain.exit_code == 0 and 'id="repair"' not in (tmp_path / "plain.html").read_text()
+    done = cc("report", base, "--arbitrage-run", arb, "--out", tmp_path / "r.html")
+    assert done.exit_code == 0, done.output
+    html = (tmp_path / "r.html").read_text()
+    section = html[html.index('id="repair"') :]
+    for name in ("basic_scripted+repair-brier-joint", "basic_scripted+repair-brier-per-tuple", "arbitrage-NP1"):
+        assert name in section and name in done.output
+    calls = next(line for line in done.output.splitlines() if line.startswith("│ model calls")).split("│")[2:-1]
+    base_calls, joint, per_tuple, arbitrage = (int(c) for c in calls)
+    assert (joint, per_tuple) == (0, 0) and arbitrage > base_calls > 0
+    per_tuple_violation = next(line for line in done.output.splitlines() if "mean violation" in line).split("│")[4]
+    assert float(per_tuple_violation) < 1e-6
+    assert 'id="summary"' in html or "<h2>" in html  # the report's own sections stay
