@@ -5,7 +5,11 @@ projection is found exactly by enumeration: the projection of ``p`` onto a polyt
 relative interior of one face, the hull of an affinely independent subset ``S`` of the vertices, and
 equals the projection of ``p`` onto the affine hull of ``S``. For every non-empty subset we take that
 affine projection's barycentric coordinates, clip them to a distribution (so every candidate is a
-point of the hull) and keep the candidate nearest to ``p``: the true projection is one of them.
+point of the hull) and keep the candidate that best satisfies the projection's optimality condition
+``max_v <p - x, v - x> <= 0`` over the vertices v: the true projection is one of them. (Choosing the
+nearest candidate instead would be exact in theory, but distances tie within rounding for points up
+to 1e-8 apart, while the optimality condition, which is what the score guarantees rest on, is
+accurate to rounding.)
 
 Worlds may be given once for all tuples (binary checks: the maps are precomputed, one matmul per
 subset) or per tuple (conditional checks, whose unresolved coordinates take the forecast's own
@@ -82,7 +86,8 @@ class FixedHull:
                     sub = np.maximum(sub, 0.0)
                     sub /= sub.sum(axis=1, keepdims=True)
                     point = sub @ self.V[S]
-            d = ((p - point) ** 2).sum(axis=1)
+            r = p - point
+            d = (r @ self.V.T).max(axis=1) - (r * point).sum(axis=1)
             better = d < best
             if better.any():
                 best = np.where(better, d, best)
@@ -111,7 +116,8 @@ def project_each(p: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             with np.errstate(all="ignore"):
                 sub /= sub.sum(axis=1, keepdims=True)
         point = np.einsum("rs,rsd->rd", sub, V[:, S])
-        d = ((p - point) ** 2).sum(axis=1)
+        r = p - point
+        d = np.einsum("rd,rkd->rk", r, V).max(axis=1) - (r * point).sum(axis=1)
         better = np.isfinite(d) & (d < best)
         if better.any():
             best = np.where(better, d, best)
@@ -124,7 +130,7 @@ def _solve_small(G: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve many small symmetric systems ``G x = b`` (Cramer's rule up to 3 x 3); singular ones give nan.
 
     Nearly singular systems are solved all the same: a poor solution only yields a worse candidate
-    point of the hull, which the nearest-candidate rule then discards.
+    point of the hull, which the selection rule then discards.
     """
     s = b.shape[1]
     if s == 1:

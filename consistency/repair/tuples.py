@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 Score = Literal["brier", "log"]
 SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
-_MAX_ITER = 60
+_NEWTON_ITER = 8
 _FD_STEP = 1e-7
 _BLOCK = 16_384
 
@@ -158,19 +158,39 @@ class _ConditionalPlan:
         return q, q[:, self.cols] - c
 
     def fixed_point(self, p: np.ndarray) -> tuple[np.ndarray, int]:
-        N, d = len(p), self.cols.size
+        """``q = Π_{H(q)}(p)`` for every row, and the iterations taken."""
         c = np.clip(p[:, self.cols], 0.0, 1.0)
+        if self.cols.size == 1:
+            x, iterations = root_1d(lambda rows, x: self.image(p[rows], x[:, None])[1][:, 0], c[:, 0])
+            c = x[:, None]
+        else:
+            c, iterations, left = self._newton(p, c)
+            if left.size and self.cols.size == 2:
+                c[left], more = self._nested(p[left], c[left])
+                iterations += more
         q, h = self.image(p, c)
-        lo, hi = np.zeros((N, d)), np.ones((N, d))  # a bracket of the root (used in one dimension)
+        residual = np.abs(h).max(axis=1)
+        if (residual > 1e-10).any():
+            log.warning(
+                "Brier repair: %d tuple(s) stopped up to %.1e from their fixed point",
+                int((residual > 1e-10).sum()),
+                float(residual.max()),
+            )
+        return q, iterations
+
+    def _newton(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+        """A few Newton steps (finite-difference Jacobian, kept in the unit box) on all rows at once.
+
+        Returns the rows left unconverged: Newton stalls at kinks, where the projection changes face.
+        """
+        d = self.cols.size
+        c = c.copy()
+        h = self.image(p, c)[1]
         todo = np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
         iterations = 0
-        while todo.size and iterations < _MAX_ITER:
+        while todo.size and iterations < _NEWTON_ITER:
             iterations += 1
             pt, ct, ht = p[todo], c[todo], h[todo]
-            if d == 1:
-                lo[todo] = np.where(ht > 0, ct, lo[todo])
-                hi[todo] = np.where(ht < 0, ct, hi[todo])
-            # Finite-difference Jacobian of the residual, stepping inward from the box's faces.
             step = np.where(ct + _FD_STEP <= 1.0, _FD_STEP, -_FD_STEP)
             jac = np.empty((len(todo), d, d))
             for a in range(d):
@@ -181,27 +201,67 @@ class _ConditionalPlan:
                 newton = ct - _solve_general(jac, ht)
             bad = ~np.isfinite(newton).all(axis=1)
             newton[bad] = ct[bad] + ht[bad]  # the plain step f(c)
-            if d == 1:
-                outside = (newton <= lo[todo]) | (newton >= hi[todo])
-                newton = np.where(outside, 0.5 * (lo[todo] + hi[todo]), newton)
             newton = np.clip(newton, 0.0, 1.0)
-            qn, hn = self.image(pt, newton)
-            worse = np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1)
-            if d > 1 and worse.any():  # Newton failed here: take the plain step instead
-                plain = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
-                newton[worse] = plain
-                qn[worse], hn[worse] = self.image(pt[worse], plain)
-            c[todo], q[todo], h[todo] = newton, qn, hn
-            width = (hi[todo] - lo[todo]).max(axis=1) if d == 1 else np.inf
-            todo = todo[(np.abs(hn).max(axis=1) > FIXED_POINT_TOL) & (width > FIXED_POINT_TOL)]
-        if todo.size:
-            log.warning(
-                "Brier repair: %d tuple(s) stopped %.1e from their fixed point after %d iterations",
-                todo.size,
-                float(np.abs(h[todo]).max()),
-                iterations,
-            )
-        return q, iterations
+            hn = self.image(pt, newton)[1]
+            better = np.abs(hn).max(axis=1) < np.abs(ht).max(axis=1)
+            c[todo[better]], h[todo[better]] = newton[better], hn[better]
+            todo = todo[better & (np.abs(hn).max(axis=1) > FIXED_POINT_TOL)]
+        return c, iterations, np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
+
+    def _nested(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int]:
+        """Two conditional coordinates, robustly: the second solved for each value of the first.
+
+        For any first coordinate the second's residual is >= 0 at 0 and <= 0 at 1 (the image lies
+        in the unit box), and so is the first's once the second is solved: both are bracketed roots.
+        """
+        c = c.copy()
+        count = [0]
+
+        def outer(rows: np.ndarray, x1: np.ndarray) -> np.ndarray:
+            pr = p[rows]
+
+            def inner(sub: np.ndarray, x2: np.ndarray) -> np.ndarray:
+                return self.image(pr[sub], np.stack([x1[sub], x2], axis=1))[1][:, 1]
+
+            x2, it = root_1d(inner, c[rows, 1])
+            count[0] = max(count[0], it)
+            c[rows, 0], c[rows, 1] = x1, x2
+            return self.image(pr, c[rows])[1][:, 0]
+
+        _, iterations = root_1d(outer, c[:, 0])
+        return c, iterations * max(count[0], 1)
+
+
+def root_1d(fun, x: np.ndarray, tol: float = FIXED_POINT_TOL, max_iter: int = 200) -> tuple[np.ndarray, int]:
+    """Roots in [0, 1] of decreasing-through-zero residuals ``fun(rows, x)`` (>= 0 at 0, <= 0 at 1).
+
+    Secant steps (the first is the plain fixed-point step ``x + h``), replaced by bisection of the
+    bracket when they leave it or fail to halve the residual.
+    """
+    N = len(x)
+    x = x.copy()
+    h = fun(np.arange(N), x)
+    lo, hi = np.zeros(N), np.ones(N)
+    px, ph = np.full(N, np.nan), np.full(N, np.nan)
+    todo = np.flatnonzero(np.abs(h) > tol)
+    iterations = 0
+    while todo.size and iterations < max_iter:
+        iterations += 1
+        xa, ha = x[todo], h[todo]
+        lo[todo] = np.where(ha > 0, xa, lo[todo])
+        hi[todo] = np.where(ha < 0, xa, hi[todo])
+        la, ua, pxa, pha = lo[todo], hi[todo], px[todo], ph[todo]
+        with np.errstate(all="ignore"):
+            secant = xa - ha * (xa - pxa) / (ha - pha)
+        cand = np.where(np.isnan(pha), xa + ha, secant)
+        slow = np.abs(ha) > 0.5 * np.abs(pha)  # False on the first step (nan)
+        bad = ~((cand >= la) & (cand <= ua)) | slow | (cand == xa)
+        cand = np.where(bad, 0.5 * (la + ua), cand)
+        hn = fun(todo, cand)
+        px[todo], ph[todo] = xa, ha
+        x[todo], h[todo] = cand, hn
+        todo = todo[(np.abs(hn) > tol) & (ua - la > tol)]
+    return x, iterations
 
 
 def _solve_general(A: np.ndarray, b: np.ndarray) -> np.ndarray:
