@@ -227,11 +227,15 @@ def write_repaired(repaired: Repaired, target: Path) -> Path:
     return target
 
 
+def base_name(graph: ForecastGraph) -> str:
+    """The source's forecaster as rankings name it: its recorded name, else its directory's."""
+    return str((graph.forecaster or {}).get("name") or graph.source.resolve().name)
+
+
 def _repaired_forecaster(graph: ForecastGraph, report: RepairReport) -> dict[str, Any]:
     base = graph.forecaster or {}
-    name = str(base.get("name") or base.get("forecaster_class") or graph.source.name)
     return {
-        "name": f"{name}+repair-{report.score}-{'joint' if report.joint else 'per-tuple'}",
+        "name": f"{base_name(graph)}+repair-{report.score}-{'joint' if report.joint else 'per-tuple'}",
         "forecaster_class": "RepairedForecaster",
         "full_forecaster_config": {"base": base, "score": report.score, "joint": report.joint},
     }

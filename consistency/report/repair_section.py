@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..repair.report_model import Sums, contradictory, mean_violation
-from ..repair.runs import repair_forecasts
+from ..repair.runs import base_name, repair_forecasts
 from ..repair.sources import ForecastGraph, read_graph
 
 
@@ -68,7 +68,7 @@ def _as_given(graph: ForecastGraph, name: str, how: str) -> Contender:
 def compare_repairs(base: str | Path, arbitrage_run: str | Path | None = None) -> RepairComparison:
     """Base, Brier-repaired (joint and per tuple) and, if given, an ArbitrageForecaster run of the same tuples."""
     graph = read_graph(base)
-    name = str((graph.forecaster or {}).get("name") or (graph.forecaster or {}).get("forecaster_class") or "base")
+    name = base_name(graph)
     contenders = [_as_given(graph, name, "the forecasts as given")]
     for joint in (True, False):
         report = repair_forecasts(graph, "brier", joint).report
