@@ -177,14 +177,17 @@ def test_nothing_to_repair_and_overwriting_are_refused(run, tmp_path):
     refused = cc("repair", run, "--out", run.parent / "tuples", "--force")  # not a repair: never replaced
     assert refused.exit_code == 2 and "not a repair" in refused.output
     assert cc("repair", run, "--out", run).exit_code == 2
+    assert cc("repair", run, "--score", "spherical").exit_code == 2
     assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
 
 
 def test_default_out_is_next_to_the_source(run, tmp_path):
     copy = tmp_path / "mine"
     shutil.copytree(run, copy)
-    done = cc("repair", copy, "--score", "log", "--per-tuple")
+    done = cc("repair", copy, "--score", "log", "--per-tuple", "--json")
     assert done.exit_code == 0, done.output
+    printed = json.loads(done.stdout[done.stdout.index("{") :])
+    assert printed["model_calls"] == 0 and printed["score"] == "log" and printed["joint"] is False
     assert (tmp_path / "mine-repaired-log-per-tuple" / "repair.json").is_file()
 
 
