@@ -7,11 +7,7 @@ are the arbitrage prices. Each repair scores better in every possible world: by 
 distance moved (Brier) or the arbitrage profit (log).
 """
 
+from .graph import GraphRepair, repair_graph
 from .tuples import Score, TupleRepair, guaranteed_improvement, repair_tuples
 
-__all__ = ["Score", "TupleRepair", "guaranteed_improvement", "repair_tuples"]
-
-# TEMPORARY (branch repaircli): repair_graph until repairmath's joint repair is merged.
-from ._standin import GraphRepair, repair_graph
-
-__all__ += ["GraphRepair", "repair_graph"]
+__all__ = ["GraphRepair", "Score", "TupleRepair", "guaranteed_improvement", "repair_graph", "repair_tuples"]
