@@ -95,7 +95,7 @@ def render_table(report: RepairReport) -> Table:
             c.check,
             str(c.tuples),
             fmt(c.moved),
-            fmt(c.guaranteed),
+            "(whole graph)" if report.joint else fmt(c.guaranteed),
             fmt(c.violation_before),
             fmt(c.violation_after),
             str(r.n),
@@ -123,8 +123,8 @@ def _notes(report: RepairReport) -> None:
     t = report.total
     if report.joint:
         out.print(
-            f"{report.questions} distinct questions; the whole graph's guaranteed gain in every possible world: "
-            f"{fmt(t.guaranteed)} (per check: each tuple on its own worlds)"
+            f"{report.questions} distinct questions, one value each; the guaranteed gain holds for the whole graph "
+            f"in every world consistent with all its tuples: {fmt(t.guaranteed)}"
         )
     if report.disagreeing_questions:
         how = "started from the mean of its forecasts" if report.joint else "repaired in each tuple separately"
