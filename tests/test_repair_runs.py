@@ -178,13 +178,15 @@ def test_nothing_to_repair_and_overwriting_are_refused(run, tmp_path):
     assert refused.exit_code == 2 and "not a repair" in refused.output
     assert cc("repair", run, "--out", run).exit_code == 2
     assert cc("repair", run, "--score", "spherical").exit_code == 2
+    joint_log = cc("repair", run, "--score", "log", "--joint", "--out", tmp_path / "jl")
+    assert joint_log.exit_code == 2 and "--per-tuple" in joint_log.output
     assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
 
 
 def test_default_out_is_next_to_the_source(run, tmp_path):
     copy = tmp_path / "mine"
     shutil.copytree(run, copy)
-    done = cc("repair", copy, "--score", "log", "--per-tuple", "--json")
+    done = cc("repair", copy, "--score", "log", "--json")  # per tuple: the default with the log score
     assert done.exit_code == 0, done.output
     printed = json.loads(done.stdout[done.stdout.index("{") :])
     assert printed["model_calls"] == 0 and printed["score"] == "log" and printed["joint"] is False
@@ -248,3 +250,16 @@ def test_report_compares_base_repairs_and_the_arbitrage_forecaster(runs, tmp_pat
     per_tuple_violation = next(line for line in done.output.splitlines() if "mean violation" in line).split("│")[4]
     assert float(per_tuple_violation) < 1e-6
     assert 'id="summary"' in html or "<h2>" in html  # the report's own sections stay
+
+
+@pytest.mark.parametrize(("score", "joint"), [("brier", True), ("brier", False), ("log", False)])
+def test_every_check_of_the_bundled_sample_is_coherent_after_a_repair(tmp_path, score, joint):
+    from consistency.datasets import sample_dir
+
+    report = repair_run(sample_dir() / "forecasts", score, joint=joint, out=tmp_path / "out")
+    assert len(report.checks) == 10 and report.disagreeing_questions > 0
+    for c in report.checks:
+        assert c.violation_after < 1e-6 < c.violation_before or c.violation_before < 1e-6
+    assert report.total.guaranteed >= -1e-9 and report.total.moved > 0
+    done = cc("score", tmp_path / "out", "--out", tmp_path / "scored")
+    assert done.exit_code == 0, done.output

@@ -29,12 +29,14 @@ def repair(
         str, typer.Option("--score", help="Geometry: brier (Euclidean projection) or log (the arbitrage prices).")
     ] = "brier",
     joint: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--joint/--per-tuple",
-            help="One repaired value per question over every tuple that shares it, or each tuple on its own.",
+            help="One repaired value per question over every tuple that shares it (Brier only), or each tuple on "
+            "its own.  [default: joint for brier, per-tuple for log]",
+            show_default=False,
         ),
-    ] = True,
+    ] = None,
     out_dir: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Where the repaired directory goes (default: PATH-repaired-SCORE-MODE)."),
@@ -61,6 +63,8 @@ def repair(
     if score not in ("brier", "log"):
         err.print(f"[red]error[/red] --score must be brier or log, not {escape(score)}")
         raise typer.Exit(ExitCode.USAGE)
+    if joint is None:
+        joint = score == "brier"
     try:
         report = repair_run(path, score, joint, out_dir, force=force, resolutions=resolutions)  # type: ignore[arg-type]
     except NothingToRepair as exc:

@@ -75,6 +75,10 @@ def repair_forecasts(
     """The repair in memory (nothing written): what ``cc report --repair`` shows."""
     if score not in SCORES:
         raise RepairInputError(f"unknown score {score!r}; choose brier or log")
+    if joint and score == "log":
+        raise RepairInputError(
+            "a joint repair is in the Brier geometry only; repair with the log score tuple by tuple (--per-tuple)"
+        )
     graph = path if isinstance(path, ForecastGraph) else read_graph(path, resolutions)
     start = graph.start()
     outcome = graph.outcome()
