@@ -33,7 +33,7 @@ def repair(
         typer.Option(
             "--joint/--per-tuple",
             help="One repaired value per question over every tuple that shares it (Brier only), or each tuple on "
-            "its own.  [default: joint for brier, per-tuple for log]",
+            "its own (default: joint for brier, per tuple for log).",
             show_default=False,
         ),
     ] = None,
