@@ -31,12 +31,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..checks.check import NONE, Check
-from .tuples import Score, TupleRepair, check_score, guaranteed_improvement
+from .tuples import Score, TupleRepair, check_score, guaranteed_improvement, repair_tuples
 
 log = logging.getLogger(__name__)
 
 OUTER_TOL = 1e-10
 _MAX_OUTER = 200
+_DEPTH = 5  # Anderson acceleration's memory
+_STALL, _STALL_TOL = 6, 1e-8  # stop when the best residual, below 1e-8, has not improved for 6 iterations
 
 
 @dataclass(frozen=True)
@@ -129,33 +131,67 @@ def _conditional_questions(parts: list[_Block], M: int) -> np.ndarray:
 
 def _solve(parts: list[_Block], p: np.ndarray, conditional: np.ndarray) -> tuple[np.ndarray, str, int]:
     if not conditional.any():
-        q, status = _qp(parts, p, None)
+        q, status, _ = _qp(parts, p, None)
         return q, status, 1
-    # Outer iterations on the conditional questions' values, with a secant (Anderson, depth 1) step.
-    c = p.copy()
-    prev = None
-    status = ""
+    # Outer iterations on the conditional questions' values c (the plain map c -> q(c), whose fixed
+    # point is the repair), from each tuple's own fixed point, with Anderson acceleration.
+    c = _start(parts, p, conditional)
+    cond = np.flatnonzero(conditional)
+    xs: list[np.ndarray] = []
+    gs: list[np.ndarray] = []
+    status, change, best, best_q, best_outer = "", np.inf, np.inf, p, 0
     for outer in range(1, _MAX_OUTER + 1):
-        q, status = _qp(parts, p, c)
-        residual = np.where(conditional, q - c, 0.0)
-        change = float(np.abs(residual).max())
+        q, status, _ = _qp(parts, p, c)
+        x, g = c[cond], q[cond]
+        change = float(np.abs(g - x).max())
         if change < OUTER_TOL:
             return q, status, outer
-        step = q
-        if prev is not None:
-            dr = residual - prev[1]
-            denom = float(dr @ dr)
-            if denom > 0:
-                gamma = float(residual @ dr) / denom
-                step = np.clip(q - gamma * (q - prev[2]), 0.0, 1.0)
-        prev = (c, residual, q)
-        c = np.where(conditional, step, c)
+        if change > 2 * best:  # acceleration went astray: restart from a plain step
+            xs, gs = [], []
+        if change < best:
+            best, best_q, best_outer = change, q, outer
+        elif outer - best_outer >= _STALL and best < _STALL_TOL:
+            # The QP's own accuracy (about 1e-9 on large graphs) is the floor: keep the best iterate.
+            return best_q, f"{status} (conditional values settled to {best:.0e})", outer
+        xs, gs = [*xs[-_DEPTH:], x], [*gs[-_DEPTH:], g]
+        nxt = g
+        if len(xs) > 1:
+            F = np.stack([b - a for a, b in zip(xs, gs, strict=True)], axis=1)  # residuals
+            dF, dG = np.diff(F, axis=1), np.diff(np.stack(gs, axis=1), axis=1)
+            gamma = np.linalg.lstsq(dF, F[:, -1], rcond=None)[0]
+            nxt = g - dG @ gamma
+        c = c.copy()
+        c[cond] = np.clip(nxt, 0.0, 1.0)
     log.warning("joint repair: conditional values still moving by %.1e after %d outer iterations", change, outer)
     return q, status + f" (conditional values moving by {change:.1e})", outer
 
 
-def _qp(parts: list[_Block], p: np.ndarray, c: np.ndarray | None) -> tuple[np.ndarray, str]:
-    """Solve the QP with the conditional questions' values ``c`` fixed in the worlds.
+def _ratios(parts: list[_Block], lams: list[np.ndarray], c: np.ndarray, conditional: np.ndarray) -> np.ndarray:
+    """The coherent values λ(true) / λ(resolves) of the conditional questions (pooled over the tuples asking)."""
+    true, mass = np.zeros(len(c)), np.zeros(len(c))
+    for part, lam in zip(parts, lams, strict=True):
+        lam = np.maximum(lam, 0.0)
+        for f in np.flatnonzero((part.worlds == NONE).any(axis=0)):
+            np.add.at(true, part.idx[:, f], lam @ (part.worlds[:, f] == 1))
+            np.add.at(mass, part.idx[:, f], lam @ (part.worlds[:, f] != NONE))
+    with np.errstate(all="ignore"):
+        return np.where(conditional & (mass > 1e-300), np.clip(true / mass, 0.0, 1.0), c)
+
+
+def _start(parts: list[_Block], p: np.ndarray, conditional: np.ndarray) -> np.ndarray:
+    """Each conditional question's value in its tuples' own repairs (their mean where several ask it)."""
+    total, count = np.zeros(len(p)), np.zeros(len(p))
+    for part in parts:
+        cols = np.flatnonzero((part.worlds == NONE).any(axis=0))
+        if cols.size and len(part.idx):
+            alone = repair_tuples(part.check, p[part.idx]).repaired
+            np.add.at(total, part.idx[:, cols].ravel(), alone[:, cols].ravel())
+            np.add.at(count, part.idx[:, cols].ravel(), 1.0)
+    return np.where(conditional & (count > 0), total / np.maximum(count, 1.0), p)
+
+
+def _qp(parts: list[_Block], p: np.ndarray, c: np.ndarray | None) -> tuple[np.ndarray, str, list[np.ndarray]]:
+    """Solve the QP with the conditional questions' values ``c`` fixed in the worlds: q, status, each block's λ.
 
     A tuple whose worlds are affinely independent (every check we ship, for any conditional values)
     needs no weight variables: its weights are an affine function of its forecasts on the worlds'
@@ -168,9 +204,11 @@ def _qp(parts: list[_Block], p: np.ndarray, c: np.ndarray | None) -> tuple[np.nd
     M = len(p)
     eq, ineq = _Rows(), _Rows()
     n_vars = M
+    weights: list = []  # per block, how to read λ off the solution
     for part in parts:
         N, n = part.idx.shape
         if N == 0:
+            weights.append(None)
             continue
         V = _vertices(part, c)  # (N, k, n)
         k = V.shape[1]
@@ -190,6 +228,7 @@ def _qp(parts: list[_Block], p: np.ndarray, c: np.ndarray | None) -> tuple[np.nd
             else:
                 coef, const = np.zeros((N, 1, n)), np.ones((N, 1))
             ineq.add(-coef, part.idx, const)  # weights >= 0
+            weights.append((coef, const))
             null = np.linalg.svd(B, full_matrices=True)[2][:, k - 1 :] if k > 1 else np.eye(n)[None].repeat(N, 0)
             if null.shape[1]:
                 eq.add(null, part.idx, np.einsum("red,rd->re", null, v0))  # on the worlds' affine hull
@@ -200,6 +239,7 @@ def _qp(parts: list[_Block], p: np.ndarray, c: np.ndarray | None) -> tuple[np.nd
             eq.add(coef, np.concatenate([part.idx, lam], axis=1), np.zeros((N, n)))
             eq.add(np.ones((N, 1, k)), lam, np.ones((N, 1)))
             ineq.add_diagonal(lam.ravel())
+            weights.append(lam)
     A = sparse.vstack([eq.matrix(n_vars), ineq.matrix(n_vars)]).tocsc()
     b = np.concatenate([eq.rhs(), ineq.rhs()])
     P = sparse.diags(np.concatenate([np.ones(M), np.zeros(n_vars - M)])).tocsc()
@@ -212,7 +252,15 @@ def _qp(parts: list[_Block], p: np.ndarray, c: np.ndarray | None) -> tuple[np.nd
     cones = [clarabel.ZeroConeT(eq.n), clarabel.NonnegativeConeT(ineq.n)]
     solution = clarabel.DefaultSolver(P, np.concatenate([-p, np.zeros(n_vars - M)]), A, b, cones, settings).solve()
     x = np.asarray(solution.x)
-    return np.clip(x[:M], 0.0, 1.0), str(solution.status)
+    lams = []
+    for part, how in zip(parts, weights, strict=True):
+        if how is None:
+            lams.append(np.zeros((0, len(part.worlds))))
+        elif isinstance(how, tuple):
+            lams.append(np.einsum("rkd,rd->rk", how[0], x[part.idx]) + how[1])
+        else:
+            lams.append(x[how])
+    return np.clip(x[:M], 0.0, 1.0), str(solution.status), lams
 
 
 def _vertices(part: _Block, c: np.ndarray | None) -> np.ndarray:
