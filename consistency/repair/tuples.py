@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 Score = Literal["brier", "log"]
 SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
-_NEWTON_ITER = 8
+_NEWTON_ITER = 40
 _FD_STEP = 1e-7
 _BLOCK = 16_384
 
@@ -203,9 +203,14 @@ class _ConditionalPlan:
             newton[bad] = ct[bad] + ht[bad]  # the plain step f(c)
             newton = np.clip(newton, 0.0, 1.0)
             hn = self.image(pt, newton)[1]
-            better = np.abs(hn).max(axis=1) < np.abs(ht).max(axis=1)
-            c[todo[better]], h[todo[better]] = newton[better], hn[better]
-            todo = todo[better & (np.abs(hn).max(axis=1) > FIXED_POINT_TOL)]
+            # Where Newton does not reduce the residual (a kink: the projection changed face), the plain
+            # step f(c) instead, which the next Newton step starts from.
+            worse = np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1)
+            if worse.any():
+                newton[worse] = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
+                hn[worse] = self.image(pt[worse], newton[worse])[1]
+            c[todo], h[todo] = newton, hn
+            todo = todo[np.abs(hn).max(axis=1) > FIXED_POINT_TOL]
         return c, iterations, np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
 
     def _nested(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int]:
