@@ -44,7 +44,7 @@ SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
 _NEWTON_ITER = 40
 _FD_STEP = 1e-7
-_BLOCK = 16_384
+_BLOCK = 131_072  # conditional checks: iterations on the few slow tuples cost per call, not per tuple
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,9 @@ class _ConditionalPlan:
 
     def fixed_point(self, p: np.ndarray) -> tuple[np.ndarray, int]:
         """``q = Π_{H(q)}(p)`` for every row, and the iterations taken."""
-        c = np.clip(p[:, self.cols], 0.0, 1.0)
+        # Start from the log repair's conditional values (the arbitrage prices, about a microsecond a
+        # tuple): typically four times closer to the fixed point than the forecasts themselves.
+        c = np.clip(arbitrage(p, self.worlds).prices[:, self.cols], 0.0, 1.0)
         if self.cols.size == 1:
             x, iterations = root_1d(lambda rows, x: self.image(p[rows], x[:, None])[1][:, 0], c[:, 0])
             c = x[:, None]
@@ -205,8 +207,14 @@ class _ConditionalPlan:
             hn = self.image(pt, newton)[1]
             # Where Newton does not reduce the residual (a kink: the projection changed face), the plain
             # step f(c) instead, which the next Newton step starts from.
-            worse = np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1)
-            if worse.any():
+            worse = np.flatnonzero(np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1))
+            if worse.size:  # half the Newton step
+                half = 0.5 * (ct[worse] + newton[worse])
+                hh = self.image(pt[worse], half)[1]
+                ok = np.abs(hh).max(axis=1) < np.abs(ht[worse]).max(axis=1)
+                newton[worse[ok]], hn[worse[ok]] = half[ok], hh[ok]
+                worse = worse[~ok]
+            if worse.size:
                 newton[worse] = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
                 hn[worse] = self.image(pt[worse], newton[worse])[1]
             c[todo], h[todo] = newton, hn
