@@ -100,7 +100,10 @@ def repair_graph(blocks: Sequence[tuple[Check, np.ndarray]], probs: np.ndarray, 
         parts.append(part)
         offset += part.size
     conditional = _conditional_questions(parts, M)
-    q, status, iterations = _solve(parts, p, conditional)
+    if any(len(part.idx) for part in parts):
+        q, status, iterations = _solve(parts, p, conditional)
+    else:  # nothing constrains the forecasts
+        q, status, iterations = p.copy(), "Solved", 0
     per_block = []
     for part in parts:
         pb, qb = p[part.idx], q[part.idx]
