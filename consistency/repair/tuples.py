@@ -181,34 +181,42 @@ class _ConditionalPlan:
         return q, iterations
 
     def _newton(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
-        """A few Newton steps (finite-difference Jacobian, kept in the unit box) on all rows at once.
+        """Quasi-Newton steps (a finite-difference Jacobian, then Broyden's updates; kept in the unit box).
 
         Returns the rows left unconverged: Newton stalls at kinks, where the projection changes face.
         """
         d = self.cols.size
         c = c.copy()
         h = self.image(p, c)[1]
+        N = len(c)
+        jac = np.zeros((N, d, d))
+        fresh = np.ones(N, dtype=bool)  # rows whose Jacobian is measured anew (else: Broyden's update)
         todo = np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
         iterations = 0
         while todo.size and iterations < _NEWTON_ITER:
             iterations += 1
             pt, ct, ht = p[todo], c[todo], h[todo]
-            step = np.where(ct + _FD_STEP <= 1.0, _FD_STEP, -_FD_STEP)
-            jac = np.empty((len(todo), d, d))
-            for a in range(d):
-                shifted = ct.copy()
-                shifted[:, a] += step[:, a]
-                jac[:, :, a] = (self.image(pt, shifted)[1] - ht) / step[:, a : a + 1]
+            measure = np.flatnonzero(fresh[todo])
+            if measure.size:
+                pm, cm, hm = pt[measure], ct[measure], ht[measure]
+                step = np.where(cm + _FD_STEP <= 1.0, _FD_STEP, -_FD_STEP)
+                for a in range(d):
+                    shifted = cm.copy()
+                    shifted[:, a] += step[:, a]
+                    jac[todo[measure], :, a] = (self.image(pm, shifted)[1] - hm) / step[:, a : a + 1]
+            J = jac[todo]
             with np.errstate(all="ignore"):
-                newton = ct - _solve_general(jac, ht)
+                newton = ct - _solve_general(J, ht)
             bad = ~np.isfinite(newton).all(axis=1)
             newton[bad] = ct[bad] + ht[bad]  # the plain step f(c)
             newton = np.clip(newton, 0.0, 1.0)
             hn = self.image(pt, newton)[1]
-            # Where Newton does not reduce the residual (a kink: the projection changed face), the plain
-            # step f(c) instead, which the next Newton step starts from.
+            # Where Newton does not reduce the residual (a stale Jacobian, or a kink where the projection
+            # changes face): half the step, else the plain step f(c); the Jacobian is then measured anew.
             worse = np.flatnonzero(np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1))
-            if worse.size:  # half the Newton step
+            fresh[todo] = False
+            fresh[todo[worse]] = True
+            if worse.size:
                 half = 0.5 * (ct[worse] + newton[worse])
                 hh = self.image(pt[worse], half)[1]
                 ok = np.abs(hh).max(axis=1) < np.abs(ht[worse]).max(axis=1)
@@ -217,6 +225,13 @@ class _ConditionalPlan:
             if worse.size:
                 newton[worse] = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
                 hn[worse] = self.image(pt[worse], newton[worse])[1]
+            # Broyden's update of the Jacobian along the step taken.
+            dc, dh = newton - ct, hn - ht
+            norm = (dc**2).sum(axis=1)
+            upd = norm > 0
+            with np.errstate(all="ignore"):
+                corr = (dh - np.einsum("rij,rj->ri", J, dc)) / np.where(upd, norm, 1.0)[:, None]
+            jac[todo[upd]] = J[upd] + corr[upd][:, :, None] * dc[upd][:, None, :]
             c[todo], h[todo] = newton, hn
             todo = todo[np.abs(hn).max(axis=1) > FIXED_POINT_TOL]
         return c, iterations, np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
