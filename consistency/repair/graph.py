@@ -3,16 +3,19 @@
 Brier geometry. The forecasts ``p`` (one per distinct question) are projected onto the intersection
 of the tuples' coherent sets: minimise ``||q - p||²`` over ``q`` and, per tuple ``t``, a distribution
 ``λ_t`` on its check's worlds with ``q[idx_t] = W_tᵀ λ_t``. That is a sparse convex QP, solved by
-Clarabel (an interior-point solver) and then refined on the optimal face found (the worlds with
-weight) by an exact least-squares solve, so that the result is feasible and optimal to rounding.
-Every joint world consistent with all tuples (as a 0/1 vector over the questions) lies in the
+Clarabel (an interior-point solver) with its gap and feasibility tolerances at 1e-12; the guarantee's
+error is bounded by the duality gap, which the tests check against brute force to 1e-9. Where a
+check's worlds are affinely independent (all shipped checks) the weights are an affine function of
+the forecasts and need no variables of their own. Every joint world consistent with all tuples (as a 0/1 vector over the questions) lies in the
 intersection, so by Pythagoras the Brier loss over all questions improves by at least ``||p - q||²``
 in every such world.
 
 Tuples with conditional fields: the coherent set is the fixed point of :mod:`.tuples` in every tuple
 at once. The unresolved coordinates of each world take the current values of the conditional
 questions; the QP is solved with them fixed, they are updated to the solution's values, and so on
-(outer iterations, accelerated) until they change by less than ``1e-10``. The guarantee then counts
+(outer iterations, Anderson-accelerated, from each tuple's own fixed point) until they change by
+less than ``1e-10``, or settle at the QP's accuracy (about 1e-9 on large graphs; the status says so).
+Each outer iteration is a full QP solve. The guarantee then counts
 the questions that resolve in every world (a conditional question scores nothing where its condition
 fails): in every consistent joint world, the loss improves by at least the squared distance moved on
 the questions that resolve there.
