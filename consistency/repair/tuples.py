@@ -157,11 +157,16 @@ class _ConditionalPlan:
         q = project_each(p, self.vertices(c))[0]
         return q, q[:, self.cols] - c
 
-    def fixed_point(self, p: np.ndarray) -> tuple[np.ndarray, int]:
-        """``q = Π_{H(q)}(p)`` for every row, and the iterations taken."""
-        # Start from the log repair's conditional values (the arbitrage prices, about a microsecond a
-        # tuple): typically four times closer to the fixed point than the forecasts themselves.
-        c = np.clip(arbitrage(p, self.worlds).prices[:, self.cols], 0.0, 1.0)
+    def fixed_point(self, p: np.ndarray, start: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """``q = Π_{H(q)}(p)`` for every row, and the iterations taken; ``start``: conditional values to start from.
+
+        ``p`` may lie outside the unit box (a joint repair's local targets do).
+        """
+        # By default, start from the log repair's conditional values (the arbitrage prices, about a
+        # microsecond a tuple): typically four times closer to the fixed point than the forecasts.
+        if start is None:
+            start = arbitrage(np.clip(p, 0.0, 1.0), self.worlds).prices[:, self.cols]
+        c = np.clip(start, 0.0, 1.0)
         if self.cols.size == 1:
             x, iterations = root_1d(lambda rows, x: self.image(p[rows], x[:, None])[1][:, 0], c[:, 0])
             c = x[:, None]
