@@ -75,7 +75,7 @@ def test_joint_brier_improves_in_every_joint_world(specs, seed):
     blocks, truth = build(specs)
     p = np.random.default_rng(seed).random(truth.shape[1])
     result = repair_graph(blocks, p, "brier")
-    assert result.status == "Solved"
+    assert result.status.startswith("Solved"), result.status
     assert_joint_guarantee(truth, p, result)
     for (check, idx), part in zip(blocks, result.per_block, strict=True):
         np.testing.assert_array_equal(part.repaired, result.repaired[idx])  # one value per question
@@ -111,6 +111,17 @@ def test_disjoint_tuples_repair_as_each_tuple_alone(names):
         alone = repair_tuples(check, p[idx])
         np.testing.assert_allclose(part.repaired, alone.repaired, atol=1e-8)
         np.testing.assert_allclose(part.guaranteed, alone.guaranteed, atol=1e-8)
+
+
+def test_questions_outside_every_tuple_keep_their_forecast():
+    neg = get_check("NEGATION")
+    p = np.array([0.7, 0.5, 0.9, 0.1])
+    result = repair_graph([(neg, np.array([[0, 1]]))], p)
+    np.testing.assert_allclose(result.repaired, [0.6, 0.4, 0.9, 0.1], atol=1e-9)
+    assert result.moved == pytest.approx(0.02, abs=1e-9)
+    empty = repair_graph([(neg, np.zeros((0, 2), dtype=int))], p)
+    np.testing.assert_array_equal(empty.repaired, p)
+    assert empty.moved == 0 and empty.iterations == 0
 
 
 def test_joint_log_is_refused_with_the_alternatives():

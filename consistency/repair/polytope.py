@@ -97,33 +97,69 @@ class FixedHull:
 
 
 def project_each(p: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Projection of each row ``p[r]`` onto the hull of its own vertices ``V[r]`` (``N x k x n``)."""
+    """Projection of each row ``p[r]`` onto the hull of its own vertices ``V[r]`` (``N x k x n``).
+
+    Everything is computed from the Gram matrix of the vertices and their products with ``p``, one
+    contiguous array per entry, so each subset costs a few dozen operations on length-N vectors.
+    """
     N, k, _ = V.shape
+    K = np.ascontiguousarray(np.einsum("rid,rjd->ijr", V, V))  # K[i, j] = <v_i, v_j>, per row
+    Vp = np.ascontiguousarray(np.einsum("rid,rd->ir", V, p))  # <v_i, p>
     best = np.full(N, np.inf)
-    lam = np.zeros((N, k))
-    for S in subsets(k):
-        v0 = V[:, S[0]]
-        if len(S) == 1:
-            sub = np.ones((N, 1))
-        else:
-            B = V[:, S[1:]] - v0[:, None, :]
-            G = np.einsum("rid,rjd->rij", B, B)
-            b = np.einsum("rid,rd->ri", B, p - v0)
-            with np.errstate(all="ignore"):
-                x = _solve_small(G, b)
-            sub = np.concatenate([1.0 - x.sum(axis=1, keepdims=True), x], axis=1)
-            sub = np.maximum(sub, 0.0)
-            with np.errstate(all="ignore"):
-                sub /= sub.sum(axis=1, keepdims=True)
-        point = np.einsum("rs,rsd->rd", sub, V[:, S])
-        r = p - point
-        d = np.einsum("rd,rkd->rk", r, V).max(axis=1) - (r * point).sum(axis=1)
-        better = np.isfinite(d) & (d < best)
-        if better.any():
-            best = np.where(better, d, best)
-            lam[better] = 0.0
-            lam[np.ix_(np.flatnonzero(better), S)] = sub[better]
-    return np.einsum("rk,rkd->rd", lam, V), lam
+    lam = np.zeros((k, N))
+    with np.errstate(all="ignore"):
+        for S in subsets(k):
+            s0, rest = S[0], S[1:]
+            if rest.size == 0:
+                sub = [np.ones(N)]
+            else:
+                base = K[s0, s0]
+                G = [[K[a, b] - K[a, s0] - K[s0, b] + base for b in rest] for a in rest]
+                rhs = [Vp[a] - Vp[s0] - K[a, s0] + base for a in rest]
+                x = _cramer(G, rhs)
+                sub = [np.maximum(1.0 - sum(x), 0.0), *(np.maximum(xi, 0.0) for xi in x)]
+                total = sum(sub)
+                sub = [w / total for w in sub]
+            # The optimality condition's violation max_j <p - x, v_j - x>, x = Σ sub_s v_s.
+            Kx = [sum(w * K[s, j] for w, s in zip(sub, S, strict=True)) for j in range(k)]
+            px = sum(w * Vp[s] for w, s in zip(sub, S, strict=True))
+            xx = sum(w * Kx[s] for w, s in zip(sub, S, strict=True))
+            d = np.max([Vp[j] - Kx[j] for j in range(k)], axis=0) - px + xx
+            better = np.isfinite(d) & (d < best)
+            if better.any():
+                best = np.where(better, d, best)
+                lam[:, better] = 0.0
+                for w, s in zip(sub, S, strict=True):
+                    lam[s, better] = w[better]
+    weights = lam.T
+    return np.einsum("rk,rkd->rd", weights, V), weights
+
+
+def _cramer(G: list[list[np.ndarray]], b: list[np.ndarray]) -> list[np.ndarray]:
+    """Solve symmetric systems given entry by entry (each entry a vector over rows); singular rows give nan."""
+    m = len(b)
+    if m == 1:
+        return [b[0] / np.where(G[0][0] > 0, G[0][0], np.nan)]
+    if m == 2:
+        a, c, d = G[0][0], G[0][1], G[1][1]
+        det = a * d - c * c
+        det = np.where(det > 0, det, np.nan)
+        return [(d * b[0] - c * b[1]) / det, (a * b[1] - c * b[0]) / det]
+    if m == 3:
+        a, b_, c, e, f, i = G[0][0], G[0][1], G[0][2], G[1][1], G[1][2], G[2][2]
+        c00, c01, c02 = e * i - f * f, c * f - b_ * i, b_ * f - c * e
+        c11, c12, c22 = a * i - c * c, b_ * c - a * f, a * e - b_ * b_
+        det = a * c00 + b_ * c01 + c * c02
+        det = np.where(det > 0, det, np.nan)
+        x, y, z = b
+        return [
+            (c00 * x + c01 * y + c02 * z) / det,
+            (c01 * x + c11 * y + c12 * z) / det,
+            (c02 * x + c12 * y + c22 * z) / det,
+        ]
+    Gm = np.moveaxis(np.array(G), -1, 0)
+    out = _solve_small(Gm, np.stack(b, axis=1))
+    return list(out.T)
 
 
 def _solve_small(G: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -42,9 +42,9 @@ log = logging.getLogger(__name__)
 Score = Literal["brier", "log"]
 SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
-_NEWTON_ITER = 8
+_NEWTON_ITER = 40
 _FD_STEP = 1e-7
-_BLOCK = 16_384
+_BLOCK = 131_072  # conditional checks: iterations on the few slow tuples cost per call, not per tuple
 
 
 @dataclass(frozen=True)
@@ -157,9 +157,16 @@ class _ConditionalPlan:
         q = project_each(p, self.vertices(c))[0]
         return q, q[:, self.cols] - c
 
-    def fixed_point(self, p: np.ndarray) -> tuple[np.ndarray, int]:
-        """``q = Π_{H(q)}(p)`` for every row, and the iterations taken."""
-        c = np.clip(p[:, self.cols], 0.0, 1.0)
+    def fixed_point(self, p: np.ndarray, start: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """``q = Π_{H(q)}(p)`` for every row, and the iterations taken; ``start``: conditional values to start from.
+
+        ``p`` may lie outside the unit box (a joint repair's local targets do).
+        """
+        # By default, start from the log repair's conditional values (the arbitrage prices, about a
+        # microsecond a tuple): typically four times closer to the fixed point than the forecasts.
+        if start is None:
+            start = arbitrage(np.clip(p, 0.0, 1.0), self.worlds).prices[:, self.cols]
+        c = np.clip(start, 0.0, 1.0)
         if self.cols.size == 1:
             x, iterations = root_1d(lambda rows, x: self.image(p[rows], x[:, None])[1][:, 0], c[:, 0])
             c = x[:, None]
@@ -179,33 +186,59 @@ class _ConditionalPlan:
         return q, iterations
 
     def _newton(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
-        """A few Newton steps (finite-difference Jacobian, kept in the unit box) on all rows at once.
+        """Quasi-Newton steps (a finite-difference Jacobian, then Broyden's updates; kept in the unit box).
 
         Returns the rows left unconverged: Newton stalls at kinks, where the projection changes face.
         """
         d = self.cols.size
         c = c.copy()
         h = self.image(p, c)[1]
+        N = len(c)
+        jac = np.zeros((N, d, d))
+        fresh = np.ones(N, dtype=bool)  # rows whose Jacobian is measured anew (else: Broyden's update)
         todo = np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
         iterations = 0
         while todo.size and iterations < _NEWTON_ITER:
             iterations += 1
             pt, ct, ht = p[todo], c[todo], h[todo]
-            step = np.where(ct + _FD_STEP <= 1.0, _FD_STEP, -_FD_STEP)
-            jac = np.empty((len(todo), d, d))
-            for a in range(d):
-                shifted = ct.copy()
-                shifted[:, a] += step[:, a]
-                jac[:, :, a] = (self.image(pt, shifted)[1] - ht) / step[:, a : a + 1]
+            measure = np.flatnonzero(fresh[todo])
+            if measure.size:
+                pm, cm, hm = pt[measure], ct[measure], ht[measure]
+                step = np.where(cm + _FD_STEP <= 1.0, _FD_STEP, -_FD_STEP)
+                for a in range(d):
+                    shifted = cm.copy()
+                    shifted[:, a] += step[:, a]
+                    jac[todo[measure], :, a] = (self.image(pm, shifted)[1] - hm) / step[:, a : a + 1]
+            J = jac[todo]
             with np.errstate(all="ignore"):
-                newton = ct - _solve_general(jac, ht)
+                newton = ct - _solve_general(J, ht)
             bad = ~np.isfinite(newton).all(axis=1)
             newton[bad] = ct[bad] + ht[bad]  # the plain step f(c)
             newton = np.clip(newton, 0.0, 1.0)
             hn = self.image(pt, newton)[1]
-            better = np.abs(hn).max(axis=1) < np.abs(ht).max(axis=1)
-            c[todo[better]], h[todo[better]] = newton[better], hn[better]
-            todo = todo[better & (np.abs(hn).max(axis=1) > FIXED_POINT_TOL)]
+            # Where Newton does not reduce the residual (a stale Jacobian, or a kink where the projection
+            # changes face): half the step, else the plain step f(c); the Jacobian is then measured anew.
+            worse = np.flatnonzero(np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1))
+            fresh[todo] = False
+            fresh[todo[worse]] = True
+            if worse.size:
+                half = 0.5 * (ct[worse] + newton[worse])
+                hh = self.image(pt[worse], half)[1]
+                ok = np.abs(hh).max(axis=1) < np.abs(ht[worse]).max(axis=1)
+                newton[worse[ok]], hn[worse[ok]] = half[ok], hh[ok]
+                worse = worse[~ok]
+            if worse.size:
+                newton[worse] = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
+                hn[worse] = self.image(pt[worse], newton[worse])[1]
+            # Broyden's update of the Jacobian along the step taken.
+            dc, dh = newton - ct, hn - ht
+            norm = (dc**2).sum(axis=1)
+            upd = norm > 0
+            with np.errstate(all="ignore"):
+                corr = (dh - np.einsum("rij,rj->ri", J, dc)) / np.where(upd, norm, 1.0)[:, None]
+            jac[todo[upd]] = J[upd] + corr[upd][:, :, None] * dc[upd][:, None, :]
+            c[todo], h[todo] = newton, hn
+            todo = todo[np.abs(hn).max(axis=1) > FIXED_POINT_TOL]
         return c, iterations, np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
 
     def _nested(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int]:
