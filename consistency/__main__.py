@@ -29,6 +29,7 @@ COMMANDS = (
     "attack",
     "export",
     "diff",
+    "repair",
     "version",
 )
 

@@ -58,6 +58,7 @@ app.lazy("report", "report_cmd:report")
 app.lazy("attack", "attack_cmd:attack_cmd")
 app.lazy("export", "export_cmd:app")
 app.lazy("diff", "diff_cmd:diff")
+app.lazy("repair", "repair_cmd:repair")
 
 
 @app.command("version")

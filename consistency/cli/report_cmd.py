@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .console import err, escape, out
+from .console import err, escape, fmt, out
 
 
 def report(
@@ -28,6 +28,21 @@ def report(
     diff: Annotated[
         bool, typer.Option("--diff", help="Add a section comparing the second PATH to the first, as `cc diff`.")
     ] = False,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Add a section: the first PATH's forecasts as given and Brier-repaired (joint, per tuple; computed "
+            "with no model call): violations, Brier where resolved, model calls.",
+        ),
+    ] = False,
+    arbitrage_run: Annotated[
+        Path | None,
+        typer.Option(
+            "--arbitrage-run",
+            help="An ArbitrageForecaster run over the same tuples, shown beside the repairs (implies --repair).",
+        ),
+    ] = None,
 ) -> None:
     """Write an HTML report: summary, consistency, accuracy and (for several runs) comparison, with figures."""
     import time
@@ -51,6 +66,8 @@ def report(
         raise typer.Exit(2) from None
     if diff:
         _add_diff(paths, result.path)
+    if repair or arbitrage_run is not None:
+        _add_repair(paths[0], arbitrage_run, result.path)
     for run in result.runs:
         problems = []
         if run.n_failures:
@@ -80,3 +97,30 @@ def _add_diff(paths: list[str], page: Path) -> None:
     except (ValueError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
+
+
+def _add_repair(first: str, arbitrage_run: Path | None, page: Path) -> None:
+    from ..repair.sources import RepairInputError
+    from ..report.diff_section import add_to_report
+    from ..report.repair_section import compare_repairs, repair_html
+
+    base = first.split("=", 1)[1] if "=" in first and not Path(first).exists() else first
+    try:
+        result = compare_repairs(base, arbitrage_run)
+        add_to_report(page, repair_html(result))
+    except (RepairInputError, ValueError, OSError) as exc:
+        err.print(f"[red]error[/red] --repair: {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    from rich.table import Table
+
+    table = Table(title="Repair versus ArbitrageForecaster (violations in nats; lower is better)")
+    table.add_column("")
+    for c in result.contenders:
+        table.add_column(escape(c.name), justify="right", overflow="fold")
+    table.add_row("mean violation", *[fmt(c.overall) for c in result.contenders])
+    table.add_row("Brier where resolved", *[fmt(c.brier) for c in result.contenders])
+    table.add_row("resolved forecasts", *[str(c.resolved) for c in result.contenders])
+    table.add_row("model calls", *["-" if c.calls is None else str(c.calls) for c in result.contenders])
+    out.print(table)
+    for note in result.notes:
+        out.print(f"[yellow]note[/yellow]: {escape(note)}")

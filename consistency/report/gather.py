@@ -242,6 +242,9 @@ def _scored_dir(path: Path, name: str | None, top: int, meta: dict[str, Any] | N
         label, models = _identity(meta.get("forecaster"), path.name)
         info = _run_info(meta, models)
         source = "cc evaluate run (tuples)"
+        if meta.get("kind") == "repair":  # named as recorded: the base forecaster's name + how it was repaired
+            label, fix = str((meta.get("forecaster") or {}).get("name") or label), meta.get("repair") or {}
+            source = f"cc repair ({fix.get('score')}, joint={fix.get('joint')}; 0 model calls) of {fix.get('source')}"
     else:  # a `cc score` output: the forecaster of the one run it scored, else its directory's name
         inputs = [Path(i) for i in summary.get("inputs") or []]
         scored = inputs[0] / "run.json" if len(inputs) == 1 else None

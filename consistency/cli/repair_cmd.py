@@ -1,0 +1,149 @@
+"""``cc repair``: make a run's forecasts coherent after the fact, with no model call, and say what it gained."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .console import err, escape, fmt, out
+from .exits import ExitCode
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ..repair.report_model import RepairReport
+
+
+def repair(
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="A run directory (cc evaluate, cc score) or a directory of <Checker>.jsonl forecasts (the paper's).",
+            show_default=False,
+        ),
+    ],
+    score: Annotated[
+        str, typer.Option("--score", help="Geometry: brier (Euclidean projection) or log (the arbitrage prices).")
+    ] = "brier",
+    joint: Annotated[
+        bool | None,
+        typer.Option(
+            "--joint/--per-tuple",
+            help="One repaired value per question over every tuple that shares it (Brier only), or each tuple on "
+            "its own (default: joint for brier, per tuple for log).",
+            show_default=False,
+        ),
+    ] = None,
+    out_dir: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Where the repaired directory goes (default: PATH-repaired-SCORE-MODE)."),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT when it holds an earlier repair.")] = False,
+    resolutions: Annotated[
+        Path | None,
+        typer.Option(
+            "--resolutions",
+            help="A questions or ground-truth results file: resolutions for questions of the same text.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the repair report as JSON.")] = False,
+) -> None:
+    """Project the forecasts onto the coherent set (no model calls) and write a repaired run directory.
+
+    The repaired forecasts score better than the originals in every possible world (Brier: by at least the
+    squared distance moved; log: by the arbitrage profit); where questions are resolved the realized change
+    is shown."""
+    from ..files import DetectionError
+    from ..repair.runs import repair_run
+    from ..repair.sources import NothingToRepair, RepairInputError
+
+    if score not in ("brier", "log"):
+        err.print(f"[red]error[/red] --score must be brier or log, not {escape(score)}")
+        raise typer.Exit(ExitCode.USAGE)
+    if joint is None:
+        joint = score == "brier"
+    try:
+        report = repair_run(path, score, joint, out_dir, force=force, resolutions=resolutions)  # type: ignore[arg-type]
+    except NothingToRepair as exc:
+        err.print(f"[red]nothing to repair[/red]: {escape(str(exc))}")
+        raise typer.Exit(ExitCode.FAILED) from None
+    except (RepairInputError, DetectionError, OSError) as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(ExitCode.USAGE) from None
+    if as_json:
+        out.print_json(json.dumps(report.model_dump(mode="json")))
+    else:
+        out.print(render_table(report))
+        _notes(report)
+    if report.errors:
+        err.print(f"[yellow]{len(report.errors)} line error(s) left out[/yellow] (all listed in repair.json):")
+        for line in report.errors[:5]:
+            err.print(f"  {line}", markup=False, soft_wrap=True)
+    err.print(f"repaired forecasts written to [bold]{escape(str(report.out))}[/bold] (0 model calls)")
+
+
+def render_table(report: RepairReport) -> Table:
+    from rich.table import Table
+
+    guaranteed = "guaranteed gain" if report.score == "brier" else "guaranteed gain (nats)"
+    table = Table(title=f"Repair ({report.method}; no model calls; arbitrage and log in nats)")
+    columns = ("check", "tuples", "moved", guaranteed, "violation before", "after", "resolved", "Brier before", "after")
+    for col in columns:
+        table.add_column(col, justify="left" if col == "check" else "right")
+    for c in report.checks:
+        r = c.realized
+        table.add_row(
+            c.check,
+            str(c.tuples),
+            fmt(c.moved),
+            "(whole graph)" if report.joint else fmt(c.guaranteed),
+            fmt(c.violation_before),
+            fmt(c.violation_after),
+            str(r.n),
+            fmt(r.brier_before),
+            fmt(r.brier_after),
+        )
+    t = report.total
+    table.add_section()
+    table.add_row(
+        "total",
+        str(t.tuples),
+        fmt(t.moved),
+        fmt(t.guaranteed),
+        fmt(t.violation_before),
+        fmt(t.violation_after),
+        str(t.realized.n),
+        fmt(t.realized.brier_before),
+        fmt(t.realized.brier_after),
+        style="bold",
+    )
+    return table
+
+
+def _notes(report: RepairReport) -> None:
+    t = report.total
+    if report.joint:
+        out.print(
+            f"{report.questions} distinct questions, one value each; the guaranteed gain holds for the whole graph "
+            f"in every world consistent with all its tuples: {fmt(t.guaranteed)}"
+        )
+    if report.disagreeing_questions:
+        how = "started from the mean of its forecasts" if report.joint else "repaired in each tuple separately"
+        out.print(f"{report.disagreeing_questions} question(s) were forecast differently in different tuples: {how}")
+    q = t.realized_questions
+    if q.n:
+        out.print(
+            f"resolved questions, each once: Brier {fmt(q.brier_before)} → {fmt(q.brier_after)}, "
+            f"log loss {fmt(q.log_before)} → {fmt(q.log_after)} (n={q.n})"
+        )
+    contradictory = sum(c.contradictory_resolutions for c in report.checks)
+    if contradictory:
+        out.print(
+            f"[yellow]{contradictory} tuple(s) have resolutions no possible world allows[/yellow] "
+            "(left out of the realized scores: no guarantee covers them)"
+        )
+    if report.conflicting_resolutions:
+        out.print(f"{report.conflicting_resolutions} question(s) resolved differently in two places: left unresolved")

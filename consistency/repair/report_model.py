@@ -1,0 +1,136 @@
+"""What a repair did, per check and in total: the repair report (``repair.json``) and how it is computed.
+
+Figures: the divergence moved (Brier: the squared distance; log: the arbitrage profit), the guaranteed
+improvement (the least the score improves by, over every possible world), the mean arbitrage violation
+before and after, and where questions are resolved the realized change in Brier and log score.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ..checks import Check
+from ..metrics.arbitrage import clip_forecasts
+from ..metrics.forecast_files import score_forecasts
+
+
+class Realized(BaseModel):
+    """Mean scores on resolved questions before and after the repair (lower is better; log loss in nats).
+
+    Tuples whose resolutions fit no possible world of their check are left out (no guarantee covers them).
+
+    ``unit`` ``forecast``: every forecast in the files whose question resolved (a question in three
+    tuples counts three times); ``question``: every distinct resolved question once, before = the mean
+    of its forecasts (where a joint repair starts), after = its repaired value (the mean of its
+    repaired values, per tuple)."""
+
+    unit: Literal["forecast", "question"]
+    n: int = 0
+    brier_before: float | None = None
+    brier_after: float | None = None
+    log_before: float | None = None
+    log_after: float | None = None
+
+    @property
+    def brier_change(self) -> float | None:
+        return None if self.brier_after is None or self.brier_before is None else self.brier_after - self.brier_before
+
+    @property
+    def log_change(self) -> float | None:
+        return None if self.log_after is None or self.log_before is None else self.log_after - self.log_before
+
+
+class CheckRepair(BaseModel):
+    check: str
+    class_name: str
+    tuples: int
+    unreadable_lines: int = 0
+    moved: float = 0.0  # summed over the check's tuples
+    guaranteed: float = 0.0  # summed over tuples, each on its own worlds
+    guaranteed_min: float | None = None  # the least of one tuple (negative can happen in a joint repair)
+    violation_before: float | None = None  # mean arbitrage violation (nats), as `cc score`
+    violation_after: float | None = None
+    realized: Realized = Field(default_factory=lambda: Realized(unit="forecast"))
+    contradictory_resolutions: int = 0  # tuples whose resolutions fit no possible world: no guarantee there
+
+
+class RepairTotal(BaseModel):
+    tuples: int = 0
+    moved: float = 0.0
+    guaranteed: float = 0.0
+    violation_before: float | None = None  # mean over checks of each check's mean, as `cc score`'s aggregate
+    violation_after: float | None = None
+    realized: Realized = Field(default_factory=lambda: Realized(unit="forecast"))
+    realized_questions: Realized = Field(default_factory=lambda: Realized(unit="question"))
+
+
+class RepairReport(BaseModel):
+    source: str
+    out: str | None = None
+    score: Literal["brier", "log"]
+    joint: bool
+    model_calls: int = 0
+    questions: int
+    disagreeing_questions: int  # forecast differently in different tuples: a joint repair starts from the mean
+    conflicting_resolutions: int  # questions resolved differently in different tuples: left unresolved
+    resolved_questions: int
+    checks: list[CheckRepair]
+    total: RepairTotal
+    solver_status: str | None = None
+    iterations: int | None = None
+    seconds: float | None = None
+    errors: list[str] = Field(default_factory=list)  # lines left out, file:line: reason
+
+    @property
+    def method(self) -> str:
+        return f"{self.score} {'joint' if self.joint else 'per-tuple'}"
+
+
+# --------------------------------------------------------------------------- computing the figures
+
+
+def losses(p: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Brier, log loss in nats) per forecast; log forecasts clipped as the arbitrage metric clips them."""
+    c = clip_forecasts(p)
+    return (p - o) ** 2, -np.log(np.where(o == 1.0, c, 1.0 - c))
+
+
+class Sums:
+    """Running sums of the two losses before and after, over resolved items."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.values = np.zeros(4)  # brier before, brier after, log before, log after
+
+    def add(self, before: np.ndarray, after: np.ndarray, outcome: np.ndarray) -> None:
+        known = ~np.isnan(outcome)
+        if not known.any():
+            return
+        o = outcome[known]
+        b0, l0 = losses(before[known], o)
+        b1, l1 = losses(after[known], o)
+        self.n += int(known.sum())
+        self.values += [b0.sum(), b1.sum(), l0.sum(), l1.sum()]
+
+    def result(self, unit: Literal["forecast", "question"]) -> Realized:
+        if not self.n:
+            return Realized(unit=unit)
+        b0, b1, l0, l1 = (float(v / self.n) for v in self.values)
+        return Realized(unit=unit, n=self.n, brier_before=b0, brier_after=b1, log_before=l0, log_after=l1)
+
+
+def mean_violation(check: Check, probs: np.ndarray) -> float | None:
+    return float(score_forecasts(check, probs).values("default").mean()) if len(probs) else None
+
+
+def contradictory(check: Check, outcome: np.ndarray) -> np.ndarray:
+    """Per tuple: whether its known resolutions (NaN: unknown) match no possible world of the check
+    (a data error, such as the paper's P_or_Q questions that always resolve NO)."""
+    known = ~np.isnan(outcome)
+    fits = np.zeros(len(outcome), dtype=bool)
+    for world in check.worlds:
+        fits |= np.all(~known | (world[None, :] == outcome), axis=1)
+    return ~fits

@@ -1,0 +1,270 @@
+"""Repair a run or forecast directory and write the repaired one, which every command reads as a run.
+
+No model is called: the forecasts on file are projected onto the coherent set (:mod:`consistency.repair`),
+jointly over every tuple that shares a question (one repaired value per question) or tuple by tuple.
+The repaired directory holds the same ``<Checker>.jsonl`` files with each probability replaced (its
+metadata keeps the original), scored as ``cc score`` scores them, a ``run.json`` of kind ``repair`` that
+names the source and 0 model calls, and the repair report (``repair.json``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..jsonl import atomic_write, dump_line, iter_json_lines, read_json_object, write_json
+from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
+from . import Score, repair_graph, repair_tuples
+from .report_model import CheckRepair, RepairReport, RepairTotal, Sums, contradictory, mean_violation
+from .sources import ForecastGraph, RepairInputError, read_graph
+
+log = logging.getLogger(__name__)
+
+REPORT_FILE = "repair.json"
+SCORES: tuple[Score, ...] = ("brier", "log")
+
+
+@dataclass
+class Repaired:
+    """A repair in memory: the repaired forecasts of each check (rows as in the graph) and the report."""
+
+    graph: ForecastGraph
+    probs: list[np.ndarray]
+    report: RepairReport
+
+
+def default_out(source: str | Path, score: str, joint: bool) -> Path:
+    source = Path(source)
+    return source.parent / f"{source.name.rstrip('/')}-repaired-{score}-{'joint' if joint else 'per-tuple'}"
+
+
+def repair_run(
+    path: str | Path,
+    score: Score = "brier",
+    joint: bool = True,
+    out: str | Path | None = None,
+    *,
+    force: bool = False,
+    resolutions: str | Path | None = None,
+) -> RepairReport:
+    """Repair the forecasts of ``path`` (a run directory or a directory of ``<Checker>.jsonl`` forecasts) and
+    write the repaired directory to ``out`` (default: next to ``path``, ``<name>-repaired-<score>-<joint|per-tuple>``).
+
+    ``out`` is refused when it exists, unless ``force`` and it holds an earlier repair (never anything else).
+    """
+    source = Path(path)
+    target = Path(out) if out is not None else default_out(source, score, joint)
+    _check_target(source, target, force)
+    repaired = repair_forecasts(source, score, joint, resolutions=resolutions)
+    repaired.report.out = str(target)
+    write_repaired(repaired, target)
+    return repaired.report
+
+
+def repair_forecasts(
+    path: str | Path | ForecastGraph, score: Score = "brier", joint: bool = True, *, resolutions=None
+) -> Repaired:
+    """The repair in memory (nothing written): what ``cc report --repair`` shows."""
+    if score not in SCORES:
+        raise RepairInputError(f"unknown score {score!r}; choose brier or log")
+    if joint and score == "log":
+        raise RepairInputError(
+            "a joint repair is in the Brier geometry only; repair with the log score tuple by tuple (--per-tuple)"
+        )
+    graph = path if isinstance(path, ForecastGraph) else read_graph(path, resolutions)
+    start = graph.start()
+    outcome = graph.outcome()
+    used = [c for c in graph.checks if c.rows]
+    begun = time.perf_counter()
+    status = iterations = None
+    if joint:
+        result = repair_graph([(c.check, c.idx) for c in used], start, score)
+        blocks = dict(zip([id(c) for c in used], result.per_block, strict=True))
+        per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
+        status, iterations = result.status, result.iterations
+        after_q = result.repaired
+        total_moved, total_guaranteed = float(result.moved), float(result.guaranteed)
+    else:
+        per_check = [repair_tuples(c.check, c.probs, score) if c.rows else None for c in graph.checks]
+        after_q = _question_means(graph, per_check)
+        total_moved = float(sum(float(r.moved.sum()) for r in per_check if r is not None))
+        total_guaranteed = float(sum(float(r.guaranteed.sum()) for r in per_check if r is not None))
+    seconds = time.perf_counter() - begun
+    probs, rows, forecast_sums = [], [], Sums()
+    excluded = np.zeros(graph.n_questions, dtype=bool)  # in a tuple whose resolutions no world allows
+    for c, r in zip(graph.checks, per_check, strict=True):
+        after = r.repaired if r is not None else c.probs
+        probs.append(np.asarray(after, dtype=float))
+        sums = Sums()
+        out_c = outcome[c.idx]
+        bad = contradictory(c.check, out_c)
+        excluded[c.idx[bad].ravel()] = True
+        sums.add(c.probs[~bad], after[~bad], out_c[~bad])
+        forecast_sums.add(c.probs[~bad], after[~bad], out_c[~bad])
+        rows.append(
+            CheckRepair(
+                check=c.check.name,
+                class_name=c.check.class_name,
+                tuples=len(c.rows),
+                unreadable_lines=len({e.line for e in c.errors}),
+                moved=float(r.moved.sum()) if r is not None else 0.0,
+                guaranteed=float(r.guaranteed.sum()) if r is not None else 0.0,
+                guaranteed_min=float(r.guaranteed.min()) if r is not None and len(r.guaranteed) else None,
+                violation_before=mean_violation(c.check, c.probs),
+                violation_after=mean_violation(c.check, after),
+                realized=sums.result("forecast"),
+                contradictory_resolutions=int(bad.sum()),
+            )
+        )
+    question_sums = Sums()
+    in_tuples = np.zeros(graph.n_questions, dtype=bool)
+    for c in used:
+        in_tuples[c.idx.ravel()] = True
+    keep = in_tuples & ~excluded
+    question_sums.add(start[keep], after_q[keep], outcome[keep])
+    scored = [r for r in rows if r.violation_before is not None]
+    report = RepairReport(
+        source=str(graph.source),
+        score=score,
+        joint=joint,
+        questions=graph.n_questions,
+        disagreeing_questions=graph.n_disagreeing(),
+        conflicting_resolutions=graph.conflicting,
+        resolved_questions=int((~np.isnan(outcome)).sum()),
+        checks=rows,
+        total=RepairTotal(
+            tuples=sum(r.tuples for r in rows),
+            moved=total_moved,
+            guaranteed=total_guaranteed,
+            violation_before=float(np.mean([r.violation_before for r in scored])) if scored else None,
+            violation_after=float(np.mean([r.violation_after for r in scored])) if scored else None,
+            realized=forecast_sums.result("forecast"),
+            realized_questions=question_sums.result("question"),
+        ),
+        solver_status=status,
+        iterations=iterations,
+        seconds=seconds,
+        errors=[str(e) for e in graph.errors],
+    )
+    return Repaired(graph, probs, report)
+
+
+def _question_means(graph: ForecastGraph, per_check) -> np.ndarray:
+    """Per question, the mean of its repaired values over the tuples it is in (per-tuple repair)."""
+    total = np.zeros(graph.n_questions)
+    count = np.zeros(graph.n_questions)
+    for c, r in zip(graph.checks, per_check, strict=True):
+        if r is not None:
+            np.add.at(total, c.idx.ravel(), np.asarray(r.repaired).ravel())
+            np.add.at(count, c.idx.ravel(), 1)
+    return np.where(count > 0, total / np.maximum(count, 1), graph.start())
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _is_repair(path: Path) -> bool:
+    return (read_json_object(path / "run.json") or {}).get("kind") == "repair"
+
+
+def _check_target(source: Path, target: Path, force: bool) -> None:
+    if target.resolve() == source.resolve():
+        raise RepairInputError(f"{target} is the source directory; choose another --out (inputs are never modified)")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        if not force:
+            raise RepairInputError(f"{target} exists; choose another --out, or --force to replace an earlier repair")
+        if not _is_repair(target):
+            raise RepairInputError(f"{target} exists and is not a repair directory; --force replaces only repairs")
+
+
+def write_repaired(repaired: Repaired, target: Path) -> Path:
+    """Write the repaired directory (into a sibling first, then moved into place: never half written)."""
+    graph, report = repaired.graph, repaired.report
+    params = ScoreParams.model_validate(graph.meta.get("parameters") or {})
+    partial = target.with_name(f".{target.name}.partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    partial.mkdir(parents=True)
+    files = []
+    method = {"score": report.score, "joint": report.joint, "model_calls": 0}
+    for c, probs in zip(graph.checks, repaired.probs, strict=True):
+        if not c.rows:
+            continue
+        scores = score_forecasts(c.check, probs, params=params)
+        position = {number: i for i, number in enumerate(c.lines)}
+        name = f"{c.check.class_name}.jsonl"
+        with atomic_write(partial / name) as fh:
+            for number, obj in iter_json_lines(c.path):
+                i = position.get(number)
+                if i is None or not isinstance(obj, dict):
+                    continue
+                for j, field in enumerate(c.check.field_names):
+                    forecast = obj["line"][field]["forecast"]
+                    given = forecast.get("metadata")
+                    forecast["prob"] = float(probs[i, j])
+                    repair = {"original_prob": c.given[i][j], **method, "source": f"{c.path}:{number}"}
+                    forecast["metadata"] = {"repair": repair, "original_metadata": given}
+                obj["violation_data"] = scores.violation_data(i)
+                fh.write(dump_line(obj))
+        files.append(ScoredFile(Path(name), c.check, list(range(1, len(c.lines) + 1)), [], scores, len(c.lines)))
+    scored = ScoreReport(files, params, [str(graph.source)])
+    forecaster = _repaired_forecaster(graph, report)
+    summary = scored.summary(timestamp=False) | {
+        "forecaster": forecaster,
+        "repair": {"source": report.source, **method, "total": report.total.model_dump()},
+    }
+    write_stats(scored, partial, summary)
+    write_json(partial / REPORT_FILE, report.model_dump(mode="json"))
+    write_json(partial / "run.json", _run_record(graph, report, forecaster))
+    if target.exists():
+        shutil.rmtree(target)  # an earlier repair (checked before any work)
+    os.replace(partial, target)
+    log.info("repaired %s into %s (%s)", graph.source, target, report.method)
+    return target
+
+
+def base_name(graph: ForecastGraph) -> str:
+    """The source's forecaster as rankings name it: its recorded name, else its directory's."""
+    return str((graph.forecaster or {}).get("name") or graph.source.resolve().name)
+
+
+def _repaired_forecaster(graph: ForecastGraph, report: RepairReport) -> dict[str, Any]:
+    base = graph.forecaster or {}
+    return {
+        "name": f"{base_name(graph)}+repair-{report.score}-{'joint' if report.joint else 'per-tuple'}",
+        "forecaster_class": "RepairedForecaster",
+        "full_forecaster_config": {"base": base, "score": report.score, "joint": report.joint},
+    }
+
+
+def _run_record(graph: ForecastGraph, report: RepairReport, forecaster: dict[str, Any]) -> dict[str, Any]:
+    from ..evaluation.rundir import now
+
+    keep = ("benchmark", "parameters", "forecaster_spec", "forecaster_options")
+    stamp = now()
+    return {
+        "consistency_version": __version__,
+        **{k: graph.meta[k] for k in keep if k in graph.meta},
+        "kind": "repair",
+        "status": "completed",
+        "started": stamp,
+        "ended": stamp,
+        "forecaster": forecaster,
+        "repair": {
+            "source": report.source,
+            "source_kind": graph.meta.get("kind") or "forecast files",
+            "score": report.score,
+            "joint": report.joint,
+            "model_calls": 0,
+        },
+        "questions": report.questions,
+        "totals": {"calls": 0, "failures": 0, "retries": 0, "cache_hits": 0, "cost": 0.0},
+    }
