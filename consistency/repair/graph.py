@@ -40,6 +40,7 @@ from .tuples import Score, TupleRepair, _ConditionalPlan, check_score, guarantee
 log = logging.getLogger(__name__)
 
 OUTER_TOL = 1e-10
+_QDLDL_ROWS = 150_000  # constraint rows below which QDLDL is the faster factorisation
 _MAX_OUTER = 200
 _DEPTH = 5  # Anderson acceleration's memory
 _STALL, _STALL_TOL = 3, 1e-8  # stop when the best residual, below 1e-8, has not improved for 3 iterations
@@ -277,6 +278,10 @@ def _qp(
     settings.tol_feas = tol
     settings.tol_ktratio = 1e-10
     settings.max_iter = 200
+    # Measured on tuples sharing base questions: QDLDL factors small systems several times faster
+    # than faer (20,000 tuples: 0.9 s against 4.4 s), faer large ones (100,000 tuples: 42 s against 156 s).
+    if eq.n + ineq.n < _QDLDL_ROWS:
+        settings.direct_solve_method = "qdldl"
     cones = [clarabel.ZeroConeT(eq.n), clarabel.NonnegativeConeT(ineq.n)]
     solution = clarabel.DefaultSolver(P, np.concatenate([-p, np.zeros(n_vars - M)]), A, b, cones, settings).solve()
     x = np.asarray(solution.x)
