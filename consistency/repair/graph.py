@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..checks.check import NONE, Check
-from .tuples import Score, TupleRepair, _ConditionalPlan, check_score, guaranteed_improvement, repair_tuples
+from .tuples import ConditionalPlan, Score, TupleRepair, check_score, guaranteed_improvement, repair_tuples
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ def _local(parts: list[_Block], targets: list, q: np.ndarray, c: np.ndarray, con
         if target is None:
             values = q[part.idx[:, cols]]
         else:
-            plan = _ConditionalPlan.of(part.worlds)
+            plan = ConditionalPlan.of(part.worlds)
             values = plan.fixed_point(target, start=c[part.idx[:, cols]])[0][:, cols]
         np.add.at(total, part.idx[:, cols].ravel(), values.ravel())
         np.add.at(count, part.idx[:, cols].ravel(), 1.0)
