@@ -115,7 +115,7 @@ def world_improvements(worlds: np.ndarray, probs: np.ndarray, repaired: np.ndarr
 
 def brier_projection(worlds: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, int]:
     """The Brier repair of every row: the projection, or the fixed point with conditional fields."""
-    plan = _ConditionalPlan.of(worlds)
+    plan = ConditionalPlan.of(worlds)
     if plan.cols.size == 0:
         return np.clip(FixedHull.of(worlds.astype(float)).project(probs)[0], 0.0, 1.0), 0
     out = np.empty_like(probs)
@@ -126,7 +126,7 @@ def brier_projection(worlds: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray,
     return np.clip(out, 0.0, 1.0), iterations  # convex combinations of 0/1 vertices, up to rounding
 
 
-class _ConditionalPlan:
+class ConditionalPlan:
     """The worlds as a function of the conditional coordinates: ``ω̃(c)``."""
 
     def __init__(self, worlds: np.ndarray) -> None:
@@ -137,11 +137,11 @@ class _ConditionalPlan:
 
     @staticmethod
     @lru_cache(maxsize=64)
-    def _cached(key: bytes, shape: tuple[int, int]) -> _ConditionalPlan:
-        return _ConditionalPlan(np.frombuffer(key, dtype=np.int8).reshape(shape))
+    def _cached(key: bytes, shape: tuple[int, int]) -> ConditionalPlan:
+        return ConditionalPlan(np.frombuffer(key, dtype=np.int8).reshape(shape))
 
     @classmethod
-    def of(cls, worlds: np.ndarray) -> _ConditionalPlan:
+    def of(cls, worlds: np.ndarray) -> ConditionalPlan:
         w = np.ascontiguousarray(worlds, dtype=np.int8)
         return cls._cached(w.tobytes(), w.shape)
 
