@@ -149,3 +149,21 @@ def test_unknown_score_is_refused():
 
     with pytest.raises(ValueError, match="score must be one of brier, log"):
         repair_tuples(get_check("NEGATION"), np.array([[0.2, 0.3]]), "spherical")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("k", [3, 4, 5])
+def test_projection_per_row_is_the_same_for_few_and_many_rows(k):
+    """project_each takes a batched path for a few rows and a per-subset one for many: same points, exact."""
+    from consistency.repair.polytope import project_each
+
+    rng = np.random.default_rng(k)
+    V = rng.random((1500, k, 4)).round(1)  # ties and degenerate faces, as with 0/1 worlds
+    V[:, 0] = V[:, 1]  # a repeated vertex (an affinely dependent subset) in every row
+    p = rng.random((1500, 4)) * 1.2 - 0.1
+    q, lam = project_each(p, V)
+    few = [project_each(p[s : s + 100], V[s : s + 100]) for s in range(0, 1500, 100)]
+    np.testing.assert_array_equal(np.vstack([f[1] for f in few]), lam)
+    np.testing.assert_array_equal(np.vstack([f[0] for f in few]), q)
+    assert np.all(lam >= 0) and np.allclose(lam.sum(axis=1), 1.0)
+    for r in range(0, 1500, 150):
+        np.testing.assert_allclose(q[r], qp_projection(p[r], V[r]), atol=1e-6)
