@@ -43,7 +43,6 @@ Score = Literal["brier", "log"]
 SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
 _NEWTON_ITER = 40
-_FD_STEP = 1e-7
 _BLOCK = 131_072  # conditional checks: iterations on the few slow tuples cost per call, not per tuple
 
 
@@ -154,8 +153,37 @@ class ConditionalPlan:
 
     def image(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``q = Π_{H(c)}(p)`` and the residual ``q_J - c``."""
-        q = project_each(p, self.vertices(c))[0]
-        return q, q[:, self.cols] - c
+        q, h = self._evaluate(p, c)[:2]
+        return q, h
+
+    def _evaluate(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The image, its residual, the projection's weights on the vertices and the vertices ``ω̃(c)``."""
+        V = self.vertices(c)
+        q, lam = project_each(p, V)
+        return q, q[:, self.cols] - c, lam, V
+
+    def jacobian(self, p: np.ndarray, q: np.ndarray, lam: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """The residual's Jacobian ``∂(q_J - c)/∂c`` (``N x d x d``) with the projection's face held fixed.
+
+        On the face A (the vertices with positive weight) ``q = Σ λ_s v_s`` and ``<p - q, v_a> = ν`` for
+        a in A. Differentiating in ``c_j``, which moves the coordinate ``J_j`` of the vertices that leave it
+        unresolved (``∂v_s = U_sj e_{J_j}``): ``Σ_s K_as ∂λ_s + ∂ν = r_{J_j} U_aj - μ_j v_a[J_j]`` with
+        ``Σ ∂λ_s = 0``, ``r = p - q``, ``μ_j = Σ_s λ_s U_sj``; then ``∂q = Σ_s ∂λ_s v_s + μ_j e_{J_j}``.
+        Rows whose face is affinely dependent give nan.
+        """
+        N, k, _ = V.shape
+        d = self.cols.size
+        active = lam > 0
+        U = self.unresolved.astype(float)
+        M = np.zeros((N, k + 1, k + 1))
+        M[:, :k, :k] = np.where(active[:, :, None], V @ V.transpose(0, 2, 1), np.eye(k))
+        M[:, :k, k] = M[:, k, :k] = active
+        mu = lam @ U  # (N, d)
+        VJ = V[:, :, self.cols]  # (N, k, d)
+        rhs = np.zeros((N, k + 1, d))
+        rhs[:, :k] = active[:, :, None] * ((p - q)[:, None, self.cols] * U - mu[:, None, :] * VJ)
+        dlam = _solve_batched(M, rhs)[:, :k]  # (N, k, d)
+        return np.einsum("rsi,rsj->rij", VJ, dlam) + (mu[:, None, :] - 1.0) * np.eye(d)
 
     def fixed_point(self, p: np.ndarray, start: np.ndarray | None = None) -> tuple[np.ndarray, int]:
         """``q = Π_{H(q)}(p)`` for every row, and the iterations taken; ``start``: conditional values to start from.
@@ -165,13 +193,28 @@ class ConditionalPlan:
         # By default, start from the log repair's conditional values (the arbitrage prices, about a
         # microsecond a tuple): typically four times closer to the fixed point than the forecasts.
         if start is None:
-            start = arbitrage(np.clip(p, 0.0, 1.0), self.worlds).prices[:, self.cols]
+            clipped = np.clip(p, 0.0, 1.0)
+            start = arbitrage(clipped, self.worlds).prices[:, self.cols]
+            # A coherent tuple is its own fixed point; when a condition has probability 0 (P(Q) = 1 for
+            # P given not Q, say), other values of that conditional field are fixed points too, so a
+            # coherent tuple with a 0 or 1 (the only way to get there) starts from its own values.
+            edge = np.flatnonzero(((clipped == 0.0) | (clipped == 1.0)).any(axis=1))
+            own = clipped[edge][:, self.cols]
+            fixed = np.abs(self.image(p[edge], own)[1]).max(axis=1) <= FIXED_POINT_TOL
+            start[edge[fixed]] = own[fixed]
         c = np.clip(start, 0.0, 1.0)
         if self.cols.size == 1:
             x, iterations = root_1d(lambda rows, x: self.image(p[rows], x[:, None])[1][:, 0], c[:, 0])
             c = x[:, None]
         else:
             c, iterations, left = self._newton(p, c)
+            if left.size:
+                # A coherent tuple is its own fixed point, which Newton can miss when its projection sits
+                # on a vertex (a singular Jacobian): try the forecasts' own conditional values.
+                own = np.clip(p[left][:, self.cols], 0.0, 1.0)
+                done = np.abs(self.image(p[left], own)[1]).max(axis=1) <= FIXED_POINT_TOL
+                c[left[done]] = own[done]
+                left = left[~done]
             if left.size and self.cols.size == 2:
                 c[left], more = self._nested(p[left], c[left])
                 iterations += more
@@ -186,58 +229,40 @@ class ConditionalPlan:
         return q, iterations
 
     def _newton(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
-        """Quasi-Newton steps (a finite-difference Jacobian, then Broyden's updates; kept in the unit box).
+        """Newton's method with the exact Jacobian of the current face (:meth:`jacobian`), kept in the unit box.
 
         Returns the rows left unconverged: Newton stalls at kinks, where the projection changes face.
         """
-        d = self.cols.size
         c = c.copy()
-        h = self.image(p, c)[1]
-        N = len(c)
-        jac = np.zeros((N, d, d))
-        fresh = np.ones(N, dtype=bool)  # rows whose Jacobian is measured anew (else: Broyden's update)
+        q, h, lam, V = self._evaluate(p, c)
         todo = np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
         iterations = 0
         while todo.size and iterations < _NEWTON_ITER:
             iterations += 1
             pt, ct, ht = p[todo], c[todo], h[todo]
-            measure = np.flatnonzero(fresh[todo])
-            if measure.size:
-                pm, cm, hm = pt[measure], ct[measure], ht[measure]
-                step = np.where(cm + _FD_STEP <= 1.0, _FD_STEP, -_FD_STEP)
-                for a in range(d):
-                    shifted = cm.copy()
-                    shifted[:, a] += step[:, a]
-                    jac[todo[measure], :, a] = (self.image(pm, shifted)[1] - hm) / step[:, a : a + 1]
-            J = jac[todo]
             with np.errstate(all="ignore"):
-                newton = ct - _solve_general(J, ht)
+                newton = ct - _solve_general(self.jacobian(pt, q[todo], lam[todo], V[todo]), ht)
             bad = ~np.isfinite(newton).all(axis=1)
             newton[bad] = ct[bad] + ht[bad]  # the plain step f(c)
             newton = np.clip(newton, 0.0, 1.0)
-            hn = self.image(pt, newton)[1]
-            # Where Newton does not reduce the residual (a stale Jacobian, or a kink where the projection
-            # changes face): half the step, else the plain step f(c); the Jacobian is then measured anew.
+            qn, hn, lamn, Vn = self._evaluate(pt, newton)
+            # Where Newton does not reduce the residual (a kink, where the projection changes face):
+            # half the step, else the plain step f(c).
             worse = np.flatnonzero(np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1))
-            fresh[todo] = False
-            fresh[todo[worse]] = True
             if worse.size:
                 half = 0.5 * (ct[worse] + newton[worse])
-                hh = self.image(pt[worse], half)[1]
-                ok = np.abs(hh).max(axis=1) < np.abs(ht[worse]).max(axis=1)
-                newton[worse[ok]], hn[worse[ok]] = half[ok], hh[ok]
+                found = self._evaluate(pt[worse], half)
+                ok = np.abs(found[1]).max(axis=1) < np.abs(ht[worse]).max(axis=1)
+                newton[worse[ok]] = half[ok]
+                for new, got in zip((qn, hn, lamn, Vn), found, strict=True):
+                    new[worse[ok]] = got[ok]
                 worse = worse[~ok]
             if worse.size:
                 newton[worse] = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
-                hn[worse] = self.image(pt[worse], newton[worse])[1]
-            # Broyden's update of the Jacobian along the step taken.
-            dc, dh = newton - ct, hn - ht
-            norm = (dc**2).sum(axis=1)
-            upd = norm > 0
-            with np.errstate(all="ignore"):
-                corr = (dh - np.einsum("rij,rj->ri", J, dc)) / np.where(upd, norm, 1.0)[:, None]
-            jac[todo[upd]] = J[upd] + corr[upd][:, :, None] * dc[upd][:, None, :]
-            c[todo], h[todo] = newton, hn
+                found = self._evaluate(pt[worse], newton[worse])
+                for new, got in zip((qn, hn, lamn, Vn), found, strict=True):
+                    new[worse] = got
+            c[todo], q[todo], h[todo], lam[todo], V[todo] = newton, qn, hn, lamn, Vn
             todo = todo[np.abs(hn).max(axis=1) > FIXED_POINT_TOL]
         return c, iterations, np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
 
@@ -295,6 +320,18 @@ def root_1d(fun, x: np.ndarray, tol: float = FIXED_POINT_TOL, max_iter: int = 20
         x[todo], h[todo] = cand, hn
         todo = todo[(np.abs(hn) > tol) & (ua - la > tol)]
     return x, iterations
+
+
+def _solve_batched(M: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.linalg.solve`` over a batch; rows with a singular matrix give nan instead of failing the batch."""
+    try:
+        return np.linalg.solve(M, b)
+    except np.linalg.LinAlgError:
+        out = np.full(b.shape, np.nan)
+        ok = np.abs(np.linalg.det(M)) > 0
+        ok[ok] = np.linalg.matrix_rank(M[ok]) == M.shape[1]
+        out[ok] = np.linalg.solve(M[ok], b[ok])
+        return out
 
 
 def _solve_general(A: np.ndarray, b: np.ndarray) -> np.ndarray:
