@@ -131,7 +131,7 @@ def _weights_many(p: np.ndarray, V: np.ndarray) -> np.ndarray:
                 base = K[s0, s0]
                 G = [[K[a, b] - K[a, s0] - K[s0, b] + base for b in rest] for a in rest]
                 rhs = [Vp[a] - Vp[s0] - K[a, s0] + base for a in rest]
-                x = _cramer(G, rhs)
+                x = cramer(G, rhs)
                 sub = [np.maximum(1.0 - sum(x), 0.0), *(np.maximum(xi, 0.0) for xi in x)]
                 total = sum(sub)
                 sub = [w / total for w in sub]
@@ -172,7 +172,7 @@ def _weights_few(p: np.ndarray, V: np.ndarray) -> np.ndarray:
                 K0 = K[rest, s0[:, None]]  # <v_a, v_0>, (ns, m - 1, N)
                 G = K[rest[:, :, None], rest[:, None, :]] - K0[:, :, None] - K0[:, None, :] + base[:, None]
                 rhs = Vp[rest] - Vp[s0][:, None] - K0 + base
-                x = _cramer(
+                x = cramer(
                     [[G[:, a, b] for b in range(m - 1)] for a in range(m - 1)], [rhs[:, a] for a in range(m - 1)]
                 )
                 sub = np.maximum(np.concatenate([1.0 - sum(x)[:, None], *(xi[:, None] for xi in x)], axis=1), 0.0)
@@ -190,7 +190,7 @@ def _weights_few(p: np.ndarray, V: np.ndarray) -> np.ndarray:
     return np.concatenate(weights)[best, :, np.arange(N)]
 
 
-def _cramer(G: list[list[np.ndarray]], b: list[np.ndarray]) -> list[np.ndarray]:
+def cramer(G: list[list[np.ndarray]], b: list[np.ndarray]) -> list[np.ndarray]:
     """Solve symmetric systems given entry by entry (each entry a vector over rows); singular rows give nan."""
     m = len(b)
     if m == 1:

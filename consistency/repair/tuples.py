@@ -35,7 +35,7 @@ import numpy as np
 
 from ..checks.check import NONE, TRUE, Check
 from ..metrics.arbitrage import arbitrage, clip_forecasts
-from .polytope import FixedHull, project_each
+from .polytope import FixedHull, cramer, project_each
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,8 @@ Score = Literal["brier", "log"]
 SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
 _NEWTON_ITER = 40
+_STALLS = 12  # Newton steps that fail to reduce the residual before a row goes to the bracketed solver
+_FACE_TOL = 1e-14  # weights and optimality slack accepted as a valid face (rounding)
 _BLOCK = 131_072  # conditional checks: iterations on the few slow tuples cost per call, not per tuple
 
 
@@ -133,6 +135,8 @@ class ConditionalPlan:
         self.base = np.where(worlds == NONE, 0.0, worlds).astype(float)
         self.cols = np.flatnonzero((worlds == NONE).any(axis=0))
         self.unresolved = worlds[:, self.cols] == NONE  # (k, d)
+        k = len(worlds)
+        self._others = np.array([[a for a in range(k) if a != s] for s in range(k)], dtype=np.intp).reshape(k, k - 1)
 
     @staticmethod
     @lru_cache(maxsize=64)
@@ -163,27 +167,55 @@ class ConditionalPlan:
         return q, q[:, self.cols] - c, lam, V
 
     def jacobian(self, p: np.ndarray, q: np.ndarray, lam: np.ndarray, V: np.ndarray) -> np.ndarray:
-        """The residual's Jacobian ``∂(q_J - c)/∂c`` (``N x d x d``) with the projection's face held fixed.
+        """The residual's Jacobian ``∂(q_J - c)/∂c`` (``N x d x d``) at the projection ``q`` with weights ``lam``.
 
-        On the face A (the vertices with positive weight) ``q = Σ λ_s v_s`` and ``<p - q, v_a> = ν`` for
-        a in A. Differentiating in ``c_j``, which moves the coordinate ``J_j`` of the vertices that leave it
-        unresolved (``∂v_s = U_sj e_{J_j}``): ``Σ_s K_as ∂λ_s + ∂ν = r_{J_j} U_aj - μ_j v_a[J_j]`` with
-        ``Σ ∂λ_s = 0``, ``r = p - q``, ``μ_j = Σ_s λ_s U_sj``; then ``∂q = Σ_s ∂λ_s v_s + μ_j e_{J_j}``.
-        Rows whose face is affinely dependent give nan.
+        The projection's face (the vertices with positive weight) is held fixed; see :meth:`on_face`.
+        """
+        return self.on_face(p, V, lam > 0)[2]
+
+    def on_face(
+        self, p: np.ndarray, V: np.ndarray, active: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Projection of ``p`` onto the affine hull of each row's ``active`` vertices, with the residual's Jacobian.
+
+        Returns ``(q, weights, jacobian, valid)``; ``valid``: the weights are >= 0 and ``q`` meets the
+        optimality condition over all the vertices, so ``q`` is the projection onto the whole hull.
+        On the face A, ``q = Σ λ_s v_s`` and ``<p - q, v_a> = ν`` for a in A. Differentiating in ``c_j``,
+        which moves coordinate ``J_j`` of the vertices leaving it unresolved (``∂v_s = U_sj e_{J_j}``):
+        ``Σ_s K_as ∂λ_s + ∂ν = r_{J_j} U_aj - μ_j v_a[J_j]`` with ``Σ ∂λ_s = 0``, ``r = p - q``,
+        ``μ_j = Σ_s λ_s U_sj``; then ``∂q = Σ_s ∂λ_s v_s + μ_j e_{J_j}``. Affinely dependent faces give nan.
         """
         N, k, _ = V.shape
-        d = self.cols.size
-        active = lam > 0
-        U = self.unresolved.astype(float)
-        M = np.zeros((N, k + 1, k + 1))
-        M[:, :k, :k] = np.where(active[:, :, None], V @ V.transpose(0, 2, 1), np.eye(k))
-        M[:, :k, k] = M[:, k, :k] = active
-        mu = lam @ U  # (N, d)
-        VJ = V[:, :, self.cols]  # (N, k, d)
-        rhs = np.zeros((N, k + 1, d))
-        rhs[:, :k] = active[:, :, None] * ((p - q)[:, None, self.cols] * U - mu[:, None, :] * VJ)
-        dlam = _solve_batched(M, rhs)[:, :k]  # (N, k, d)
-        return np.einsum("rsi,rsj->rij", VJ, dlam) + (mu[:, None, :] - 1.0) * np.eye(d)
+        d, m, J = self.cols.size, k - 1, self.cols
+        U = self.unresolved.T.astype(float)  # (d, k)
+        # Coordinates x_a on D_a = v_a - v_0 (v_0: the face's first vertex; the others padded with
+        # identity rows where inactive): G x = <D, p - v_0>, and the derivatives with the same G. Arrays
+        # are laid out vertex, coordinate, row, so every entry is one contiguous length-N vector.
+        Vt = np.ascontiguousarray(V.transpose(1, 2, 0))
+        first = active.argmax(axis=1)
+        others = self._others[first].T  # (m, N)
+        on = np.take_along_axis(active.T, others, axis=0)
+        v0 = np.take_along_axis(Vt, first[None, None, :], axis=0)[0]
+        D = np.take_along_axis(Vt, others[:, None, :], axis=0) - v0
+        G = [[np.where(on[a] & on[b], (D[a] * D[b]).sum(axis=0), float(a == b)) for b in range(m)] for a in range(m)]
+        x = cramer(G, [on[a] * (D[a] * (p.T - v0)).sum(axis=0) for a in range(m)])
+        q = v0 + sum(xa * Da for xa, Da in zip(x, D, strict=True))
+        r = p.T - q
+        lam = np.zeros((k, N))
+        np.put_along_axis(lam, others, np.array(x), axis=0)
+        np.put_along_axis(lam, first[None, :], 1.0 - sum(x)[None, :], axis=0)
+        mu = U @ lam  # (d, N)
+        jac = np.empty((N, d, d))
+        for j in range(d):
+            dU = U[j][others] - U[j][first]  # (m, N)
+            dx = cramer(G, [on[a] * (r[J[j]] * dU[a] - mu[j] * D[a, J[j]]) for a in range(m)])
+            for i in range(d):
+                jac[:, i, j] = sum(dxa * Da[J[i]] for dxa, Da in zip(dx, D, strict=True)) + (mu[j] - 1.0) * (i == j)
+        with np.errstate(invalid="ignore"):
+            optimality = (Vt * r).sum(axis=1).max(axis=0) - (r * q).sum(axis=0)
+            valid = (lam >= -_FACE_TOL).all(axis=0) & (optimality <= _FACE_TOL)
+        q, lam = q.T, lam.T
+        return q, lam, jac, valid
 
     def fixed_point(self, p: np.ndarray, start: np.ndarray | None = None) -> tuple[np.ndarray, int]:
         """``q = Π_{H(q)}(p)`` for every row, and the iterations taken; ``start``: conditional values to start from.
@@ -229,42 +261,74 @@ class ConditionalPlan:
         return q, iterations
 
     def _newton(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
-        """Newton's method with the exact Jacobian of the current face (:meth:`jacobian`), kept in the unit box.
+        """Newton's method with the exact Jacobian of the projection's face, kept in the unit box.
 
-        Returns the rows left unconverged: Newton stalls at kinks, where the projection changes face.
+        Each new point is first projected on the previous point's face (one small linear solve), and
+        by enumeration only where that face is no longer the projection's. Rows where Newton fails to
+        reduce the residual (a kink: the projection changes face at the fixed point) take a half or a
+        plain step, and after a dozen such stalls are returned as unconverged, for the bracketed solver.
         """
         c = c.copy()
-        q, h, lam, V = self._evaluate(p, c)
+        q, lam, jac, active = self._step(p, c, None)
+        h = q[:, self.cols] - c
+        stalls = np.zeros(len(c), dtype=np.intp)
         todo = np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
         iterations = 0
         while todo.size and iterations < _NEWTON_ITER:
             iterations += 1
-            pt, ct, ht = p[todo], c[todo], h[todo]
+            pt, ct, ht, At = p[todo], c[todo], h[todo], active[todo]
             with np.errstate(all="ignore"):
-                newton = ct - _solve_general(self.jacobian(pt, q[todo], lam[todo], V[todo]), ht)
+                newton = ct - _solve_general(jac[todo], ht)
             bad = ~np.isfinite(newton).all(axis=1)
             newton[bad] = ct[bad] + ht[bad]  # the plain step f(c)
             newton = np.clip(newton, 0.0, 1.0)
-            qn, hn, lamn, Vn = self._evaluate(pt, newton)
-            # Where Newton does not reduce the residual (a kink, where the projection changes face):
-            # half the step, else the plain step f(c).
+            found = self._step(pt, newton, At)
+            hn = found[0][:, self.cols] - newton
             worse = np.flatnonzero(np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1))
-            if worse.size:
-                half = 0.5 * (ct[worse] + newton[worse])
-                found = self._evaluate(pt[worse], half)
-                ok = np.abs(found[1]).max(axis=1) < np.abs(ht[worse]).max(axis=1)
-                newton[worse[ok]] = half[ok]
-                for new, got in zip((qn, hn, lamn, Vn), found, strict=True):
-                    new[worse[ok]] = got[ok]
-                worse = worse[~ok]
-            if worse.size:
-                newton[worse] = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
-                found = self._evaluate(pt[worse], newton[worse])
-                for new, got in zip((qn, hn, lamn, Vn), found, strict=True):
-                    new[worse] = got
-            c[todo], q[todo], h[todo], lam[todo], V[todo] = newton, qn, hn, lamn, Vn
-            todo = todo[np.abs(hn).max(axis=1) > FIXED_POINT_TOL]
+            stalls[todo[worse]] += 1
+            # Where Newton does not reduce the residual: half the step, else the plain step f(c).
+            for trial in ("half", "plain"):
+                if not worse.size:
+                    break
+                if trial == "half":
+                    point = 0.5 * (ct[worse] + newton[worse])
+                else:
+                    point = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
+                got = self._step(pt[worse], point, At[worse])
+                hg = got[0][:, self.cols] - point
+                keep = (
+                    np.abs(hg).max(axis=1) < np.abs(ht[worse]).max(axis=1)
+                    if trial == "half"
+                    else np.ones(len(worse), bool)
+                )
+                rows = worse[keep]
+                newton[rows], hn[rows] = point[keep], hg[keep]
+                for new, value in zip(found, got, strict=True):
+                    new[rows] = value[keep]
+                worse = worse[~keep]
+            c[todo], h[todo] = newton, hn
+            q[todo], lam[todo], jac[todo], active[todo] = found
+            todo = todo[(np.abs(hn).max(axis=1) > FIXED_POINT_TOL) & (stalls[todo] < _STALLS)]
         return c, iterations, np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
+
+    def _step(
+        self, p: np.ndarray, c: np.ndarray, active: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(q, weights, jacobian, face)`` at ``c``: on the face ``active`` where it holds, else by enumeration."""
+        V = self.vertices(c)
+        if active is None:
+            redo = np.arange(len(c))
+            q, lam = np.empty_like(p), np.empty(V.shape[:2])
+            jac, face = np.empty((len(c), self.cols.size, self.cols.size)), np.zeros(V.shape[:2], dtype=bool)
+        else:
+            q, lam, jac, valid = self.on_face(p, V, active)
+            face = active.copy()
+            redo = np.flatnonzero(~valid)
+        if redo.size:
+            q[redo], lam[redo] = project_each(p[redo], V[redo])
+            face[redo] = lam[redo] > 0
+            jac[redo] = self.on_face(p[redo], V[redo], face[redo])[2]
+        return q, lam, jac, face
 
     def _nested(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int]:
         """Two conditional coordinates, robustly: the second solved for each value of the first.
@@ -322,15 +386,14 @@ def root_1d(fun, x: np.ndarray, tol: float = FIXED_POINT_TOL, max_iter: int = 20
     return x, iterations
 
 
-def _solve_batched(M: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.linalg.solve`` over a batch; rows with a singular matrix give nan instead of failing the batch."""
+def _inverse_batched(M: np.ndarray) -> np.ndarray:
+    """``np.linalg.inv`` over a batch; rows with a singular matrix give nan instead of failing the batch."""
     try:
-        return np.linalg.solve(M, b)
+        return np.linalg.inv(M)
     except np.linalg.LinAlgError:
-        out = np.full(b.shape, np.nan)
-        ok = np.abs(np.linalg.det(M)) > 0
-        ok[ok] = np.linalg.matrix_rank(M[ok]) == M.shape[1]
-        out[ok] = np.linalg.solve(M[ok], b[ok])
+        out = np.full(M.shape, np.nan)
+        ok = np.linalg.matrix_rank(M) == M.shape[1]
+        out[ok] = np.linalg.inv(M[ok])
         return out
 
 
