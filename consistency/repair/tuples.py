@@ -15,9 +15,13 @@ is 0 on the unresolved coordinates, which also score nothing) gives in every wor
 
 so the loss never rises and falls by at least the squared distance moved on the fields that resolve.
 ``H(q)`` depends only on ``q``'s conditional coordinates (one or two), so the fixed point is solved per
-tuple in that dimension: Newton's method with a finite-difference Jacobian, kept inside the unit box
-(and, in one dimension, inside a bracket of the root, which always exists: ``f(0) >= 0`` and
-``f(1) <= 1``), falling back to a plain fixed-point step when Newton does not reduce the residual.
+tuple in that dimension. One: a bracketed secant (the root always exists: ``f(0) >= 0`` and
+``f(1) <= 1``). Two: Newton's method with the exact Jacobian of the projection's face (each new point
+projected on the previous point's face, faces enumerated only where that one no longer holds), kept in
+the unit box; the few tuples whose fixed point sits on a kink, where the face changes and Newton
+stalls, fall to a nested bracketed solve, vectorised over them. When a condition has probability 0
+(``P(Q) = 1`` for ``P given not Q``, say) the conditional field is free and several fixed points exist,
+all with the guarantee; a coherent tuple is returned as it is.
 
 Log geometry: the repair is the arbitrage prices of :func:`consistency.metrics.arbitrage` (the
 log-score market's max-min prices); the log loss improves in every world by at least the arbitrage
@@ -43,7 +47,7 @@ Score = Literal["brier", "log"]
 SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
 _NEWTON_ITER = 40
-_STALLS = 12  # Newton steps that fail to reduce the residual before a row goes to the bracketed solver
+_STALLS = 3  # Newton steps that fail to reduce the residual before a row goes to the bracketed solver
 _FACE_TOL = 1e-14  # weights and optimality slack accepted as a valid face (rounding)
 _BLOCK = 131_072  # conditional checks: iterations on the few slow tuples cost per call, not per tuple
 
@@ -266,7 +270,7 @@ class ConditionalPlan:
         Each new point is first projected on the previous point's face (one small linear solve), and
         by enumeration only where that face is no longer the projection's. Rows where Newton fails to
         reduce the residual (a kink: the projection changes face at the fixed point) take a half or a
-        plain step, and after a dozen such stalls are returned as unconverged, for the bracketed solver.
+        plain step, and after three such stalls are returned as unconverged, for the bracketed solver.
         """
         c = c.copy()
         q, lam, jac, active = self._step(p, c, None)
