@@ -199,24 +199,25 @@ class ConditionalPlan:
         first = active.argmax(axis=1)
         others = self._others[first].T  # (m, N)
         on = np.take_along_axis(active.T, others, axis=0)
-        v0 = np.take_along_axis(Vt, first[None, None, :], axis=0)[0]
-        D = np.take_along_axis(Vt, others[:, None, :], axis=0) - v0
-        G = [[np.where(on[a] & on[b], (D[a] * D[b]).sum(axis=0), float(a == b)) for b in range(m)] for a in range(m)]
-        x = cramer(G, [on[a] * (D[a] * (p.T - v0)).sum(axis=0) for a in range(m)])
+        v0 = _pick(Vt, first)
+        D = [_pick(Vt, o) - v0 for o in others]  # D_a, each (n, N)
+        pv = p.T - v0
+        G = [[np.where(on[a] & on[b], _dot(D[a], D[b]), float(a == b)) for b in range(m)] for a in range(m)]
+        x = cramer(G, [on[a] * _dot(D[a], pv) for a in range(m)])
         q = v0 + sum(xa * Da for xa, Da in zip(x, D, strict=True))
         r = p.T - q
         lam = np.zeros((k, N))
         np.put_along_axis(lam, others, np.array(x), axis=0)
         np.put_along_axis(lam, first[None, :], 1.0 - sum(x)[None, :], axis=0)
-        mu = U @ lam  # (d, N)
+        mu = [sum(U[j, t] * lam[t] for t in range(k) if U[j, t]) for j in range(d)]
         jac = np.empty((N, d, d))
         for j in range(d):
             dU = U[j][others] - U[j][first]  # (m, N)
-            dx = cramer(G, [on[a] * (r[J[j]] * dU[a] - mu[j] * D[a, J[j]]) for a in range(m)])
+            dx = cramer(G, [on[a] * (r[J[j]] * dU[a] - mu[j] * D[a][J[j]]) for a in range(m)])
             for i in range(d):
                 jac[:, i, j] = sum(dxa * Da[J[i]] for dxa, Da in zip(dx, D, strict=True)) + (mu[j] - 1.0) * (i == j)
         with np.errstate(invalid="ignore"):
-            optimality = (Vt * r).sum(axis=1).max(axis=0) - (r * q).sum(axis=0)
+            optimality = np.max([_dot(Vt[t], r) for t in range(k)], axis=0) - _dot(r, q)
             valid = (lam >= -_FACE_TOL).all(axis=0) & (optimality <= _FACE_TOL)
         q, lam = q.T, lam.T
         return q, lam, jac, valid
@@ -390,15 +391,17 @@ def root_1d(fun, x: np.ndarray, tol: float = FIXED_POINT_TOL, max_iter: int = 20
     return x, iterations
 
 
-def _inverse_batched(M: np.ndarray) -> np.ndarray:
-    """``np.linalg.inv`` over a batch; rows with a singular matrix give nan instead of failing the batch."""
-    try:
-        return np.linalg.inv(M)
-    except np.linalg.LinAlgError:
-        out = np.full(M.shape, np.nan)
-        ok = np.linalg.matrix_rank(M) == M.shape[1]
-        out[ok] = np.linalg.inv(M[ok])
-        return out
+def _pick(Vt: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``Vt[index[r], :, r]`` for every row r (``Vt``: vertex, coordinate, row); a few selections beat a gather."""
+    out = Vt[0].copy()
+    for t in range(1, len(Vt)):
+        np.copyto(out, Vt[t], where=index == t)
+    return out
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products of coordinate-major arrays (coordinate, row), one contiguous vector at a time."""
+    return sum(a[i] * b[i] for i in range(len(a)))
 
 
 def _solve_general(A: np.ndarray, b: np.ndarray) -> np.ndarray:
