@@ -47,7 +47,7 @@ Score = Literal["brier", "log"]
 SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
 _NEWTON_ITER = 40
-_STALLS = 3  # Newton steps that fail to reduce the residual before a row goes to the bracketed solver
+_STALLS = 6  # plain steps (Newton and half its step failed) before a row goes to the bracketed solver
 _FACE_TOL = 1e-14  # weights and optimality slack accepted as a valid face (rounding)
 _BLOCK = 131_072  # conditional checks: iterations on the few slow tuples cost per call, not per tuple
 
@@ -271,7 +271,7 @@ class ConditionalPlan:
         Each new point is first projected on the previous point's face (one small linear solve), and
         by enumeration only where that face is no longer the projection's. Rows where Newton fails to
         reduce the residual (a kink: the projection changes face at the fixed point) take a half or a
-        plain step, and after three such stalls are returned as unconverged, for the bracketed solver.
+        plain step; after six plain steps they are returned as unconverged, for the bracketed solver.
         """
         c = c.copy()
         q, lam, jac, active = self._step(p, c, None)
@@ -290,8 +290,7 @@ class ConditionalPlan:
             found = self._step(pt, newton, At)
             hn = found[0][:, self.cols] - newton
             worse = np.flatnonzero(np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1))
-            stalls[todo[worse]] += 1
-            # Where Newton does not reduce the residual: half the step, else the plain step f(c).
+            # Where Newton does not reduce the residual: half the step, else the plain step f(c) (a stall).
             for trial in ("half", "plain"):
                 if not worse.size:
                     break
@@ -306,6 +305,8 @@ class ConditionalPlan:
                     if trial == "half"
                     else np.ones(len(worse), bool)
                 )
+                if trial == "plain":
+                    stalls[todo[worse]] += 1
                 rows = worse[keep]
                 newton[rows], hn[rows] = point[keep], hg[keep]
                 for new, value in zip(found, got, strict=True):
