@@ -243,8 +243,12 @@ class ConditionalPlan:
         if self.cols.size == 1:
             x, iterations = root_1d(lambda rows, x: self.image(p[rows], x[:, None])[1][:, 0], c[:, 0])
             c = x[:, None]
+            q = self.image(p, c)[0]
         else:
-            c, iterations, left = self._newton(p, c)
+            # Newton's rows come with their image (on a verified face, or by enumeration); the others
+            # are projected again below.
+            c, q, iterations, left = self._newton(p, c)
+            redo = left
             if left.size:
                 # A coherent tuple is its own fixed point, which Newton can miss when its projection sits
                 # on a vertex (a singular Jacobian): try the forecasts' own conditional values.
@@ -255,7 +259,8 @@ class ConditionalPlan:
             if left.size and self.cols.size == 2:
                 c[left], more = self._nested(p[left], c[left])
                 iterations += more
-        q, h = self.image(p, c)
+            q[redo] = self.image(p[redo], c[redo])[0]
+        h = q[:, self.cols] - c
         residual = np.abs(h).max(axis=1)
         if (residual > 1e-10).any():
             log.warning(
@@ -265,13 +270,14 @@ class ConditionalPlan:
             )
         return q, iterations
 
-    def _newton(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    def _newton(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
         """Newton's method with the exact Jacobian of the projection's face, kept in the unit box.
 
         Each new point is first projected on the previous point's face (one small linear solve), and
         by enumeration only where that face is no longer the projection's. Rows where Newton fails to
         reduce the residual (a kink: the projection changes face at the fixed point) take a half or a
         plain step; after six plain steps they are returned as unconverged, for the bracketed solver.
+        Returns the values, their images, the iterations and the unconverged rows.
         """
         c = c.copy()
         q, lam, jac, active = self._step(p, c, None)
@@ -315,7 +321,7 @@ class ConditionalPlan:
             c[todo], h[todo] = newton, hn
             q[todo], lam[todo], jac[todo], active[todo] = found
             todo = todo[(np.abs(hn).max(axis=1) > FIXED_POINT_TOL) & (stalls[todo] < _STALLS)]
-        return c, iterations, np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
+        return c, q, iterations, np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
 
     def _step(
         self, p: np.ndarray, c: np.ndarray, active: np.ndarray | None
