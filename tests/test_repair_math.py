@@ -149,3 +149,68 @@ def test_unknown_score_is_refused():
 
     with pytest.raises(ValueError, match="score must be one of brier, log"):
         repair_tuples(get_check("NEGATION"), np.array([[0.2, 0.3]]), "spherical")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("k", [3, 4, 5])
+def test_projection_per_row_is_the_same_for_few_and_many_rows(k):
+    """project_each takes a batched path for a few rows and a per-subset one for many: same points, exact."""
+    from consistency.repair.polytope import project_each
+
+    rng = np.random.default_rng(k)
+    V = rng.random((1500, k, 4)).round(1)  # ties and degenerate faces, as with 0/1 worlds
+    V[:, 0] = V[:, 1]  # a repeated vertex (an affinely dependent subset) in every row
+    p = rng.random((1500, 4)) * 1.2 - 0.1
+    q, lam = project_each(p, V)
+    few = [project_each(p[s : s + 100], V[s : s + 100]) for s in range(0, 1500, 100)]
+    np.testing.assert_array_equal(np.vstack([f[1] for f in few]), lam)
+    np.testing.assert_array_equal(np.vstack([f[0] for f in few]), q)
+    assert np.all(lam >= 0) and np.allclose(lam.sum(axis=1), 1.0)
+    for r in range(0, 1500, 150):
+        np.testing.assert_allclose(q[r], qp_projection(p[r], V[r]), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["COND", "CONDCOND", "EXPEVIDENCE"])
+def test_fixed_point_jacobian_matches_finite_differences(name):
+    """Newton's exact Jacobian (the projection's face held fixed) against finite differences of the residual."""
+    from consistency.checks import get_check
+    from consistency.repair.polytope import project_each
+    from consistency.repair.tuples import ConditionalPlan
+
+    check = get_check(name)
+    plan = ConditionalPlan.of(check.worlds)
+    p = np.random.default_rng(5).random((300, check.n_fields))
+    c = arbitrage(p, check.worlds).prices[:, plan.cols]
+    V = plan.vertices(c)
+    q, lam = project_each(p, V)
+    J = plan.jacobian(p, q, lam, V)
+    assert J.shape == (300, len(plan.cols), len(plan.cols))
+    for a in range(len(plan.cols)):
+        shifted = c.copy()
+        shifted[:, a] += 1e-7
+        fd = (plan.image(p, shifted)[1] - plan.image(p, c)[1]) / 1e-7
+        close = np.abs(J[:, :, a] - fd).max(axis=1) < 1e-5
+        assert close.mean() > 0.97  # the rest: a kink (the face changes) within the step
+
+
+@pytest.mark.parametrize("name", ["CONDCOND", "EXPEVIDENCE"])
+def test_kink_tuples_are_exact_fixed_points(name):
+    """Rounded forecasts (exact 0, 1 and ties) put many fixed points on kinks: q must still be Π_{H(q)}(p) exactly.
+
+    Checked by the projection's optimality condition over every world ω̃(q), to 1e-12, and q ∈ H(q).
+    """
+    from consistency.checks import get_check
+
+    check = get_check(name)
+    rng = np.random.default_rng(6)
+    p = np.round(rng.random((3000, check.n_fields)) * 1.2 - 0.1, 1).clip(0, 1)
+    on_vertex = check.coherent_sample(200, rng).round(1)
+    on_vertex = on_vertex[check.condition_holds(on_vertex, tol=1e-12)]
+    assert len(on_vertex) > 5
+    p = np.vstack([p, on_vertex])
+    q = repair_tuples(check, p, "brier").repaired
+    assert check.condition_holds(q, tol=1e-9).all()
+    worlds = np.where(check.worlds[None] == NONE, q[:, None, :], check.worlds[None]).astype(float)
+    optimality = np.einsum("rd,rkd->rk", p - q, worlds - q[:, None, :])
+    assert optimality.max() <= 1e-12
+    # Coherent tuples on one-decimal values (often a vertex of their own hull) are their own fixed points.
+    np.testing.assert_allclose(q[-len(on_vertex) :], on_vertex, atol=1e-12)
