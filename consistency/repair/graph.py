@@ -21,6 +21,9 @@ loss then improves by at least the squared distance moved on the questions that 
 (a conditional question scores nothing where its condition fails); ``guaranteed`` counts the
 questions that resolve in every world.
 
+The QP's constraints and the Clarabel call live in :mod:`.qp`; ``CONSISTENCY_REPAIR_SOLVER=newton``
+solves it instead with the warm-started solver of :mod:`.active_set` (see :class:`_Inner`).
+
 Log geometry is not supported jointly: per-tuple log repair (the arbitrage prices) or joint Brier.
 """
 
