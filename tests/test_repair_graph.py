@@ -142,3 +142,49 @@ def test_joint_log_is_refused_with_the_alternatives():
 def test_bad_graphs_are_refused(idx, probs, message):
     with pytest.raises(ValueError, match=message):
         repair_graph([(get_check("NEGATION"), idx)], probs)
+
+
+@pytest.mark.parametrize("specs", [BINARY, CONDITIONAL], ids=["binary", "conditional"])
+@pytest.mark.parametrize("seed", range(4))
+def test_newton_inner_solver_agrees_with_clarabel(specs, seed, monkeypatch):
+    blocks, truth = build(specs)
+    p = np.random.default_rng(100 + seed).random(truth.shape[1])
+    reference = repair_graph(blocks, p, "brier")
+    monkeypatch.setenv("CONSISTENCY_REPAIR_SOLVER", "newton")
+    result = repair_graph(blocks, p, "brier")
+    assert result.status.startswith("Solved"), result.status
+    np.testing.assert_allclose(result.repaired, reference.repaired, atol=1e-9)
+    assert_joint_guarantee(truth, p, result)
+
+
+def test_newton_solver_meets_the_kkt_conditions():
+    from consistency.repair import qp
+    from consistency.repair.active_set import solve_newton
+
+    blocks, truth = build(BINARY)
+    p = np.random.default_rng(3).random(truth.shape[1])
+    M = len(p)
+    parts = [qp.Block(check, idx, M, np.asarray(check.worlds)) for check, idx in blocks]
+    system = qp.build(parts, M, None)
+    result = solve_newton(system.A_eq, system.b_eq, system.A_in, system.b_in, p)
+    assert result is not None and result.kkt <= 1e-11
+    np.testing.assert_allclose(p - result.q, system.A_eq.T @ result.y + system.A_in.T @ result.z, atol=1e-9)
+    assert (result.z >= 0).all()
+    assert (system.A_in @ result.q <= system.b_in + 1e-11).all()
+    x, _, _ = qp.solve_clarabel(system, p)
+    np.testing.assert_allclose(result.q, x[:M], atol=1e-9)
+
+
+def test_clarabel_takes_over_when_the_newton_solver_fails(monkeypatch, caplog):
+    from consistency.repair import active_set
+
+    blocks, truth = build(CONDITIONAL)
+    p = np.random.default_rng(5).random(truth.shape[1])
+    reference = repair_graph(blocks, p, "brier")
+    monkeypatch.setenv("CONSISTENCY_REPAIR_SOLVER", "newton")
+    monkeypatch.setattr(active_set, "_MAX_ROUNDS", 0)  # the solver gives up at once
+    with caplog.at_level("WARNING", logger="consistency.repair.graph"):
+        result = repair_graph(blocks, p, "brier")
+    assert "Clarabel takes over" in caplog.text
+    np.testing.assert_allclose(result.repaired, reference.repaired, atol=1e-12)
+    assert_joint_guarantee(truth, p, result)

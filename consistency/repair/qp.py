@@ -1,0 +1,209 @@
+"""The joint Brier repair's inner QP, with the conditional questions' values fixed in the worlds.
+
+``min ½||x - p||²`` (over the question variables; weight variables, where a check needs them, are not
+penalised) subject to ``A_eq x = b_eq`` and ``A_in x <= b_in``. :func:`build` writes the constraints
+of a graph of tuples; :func:`solve_clarabel` solves them with Clarabel (an interior-point solver) at
+gap and feasibility tolerances of 1e-12. The multipliers ``z`` follow Clarabel's convention: ``p - q =
+A_eqᵀ z_eq + A_inᵀ z_in`` on the question variables, ``z_in >= 0``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..checks.check import NONE, Check
+
+_QDLDL_ROWS = 150_000  # constraint rows below which QDLDL is the faster factorisation
+
+
+@dataclass
+class Block:
+    check: Check
+    idx: np.ndarray  # (N_t, n) question positions
+    offset: int  # first λ variable (after the M question variables)
+    worlds: np.ndarray  # (k, n) int8
+
+    @property
+    def size(self) -> int:
+        return self.idx.shape[0] * len(self.worlds)
+
+
+@dataclass
+class System:
+    """The QP's constraints, and per block how to read its weights and its share of the multipliers."""
+
+    n_vars: int
+    A_eq: object  # scipy.sparse csr (n_eq, n_vars)
+    b_eq: np.ndarray
+    A_in: object  # scipy.sparse csr (n_in, n_vars)
+    b_in: np.ndarray
+    weights: list  # per block: None, (coef, const) (weights affine in q) or the λ variables' indices
+    normals: list  # per block: None or (eq_start, null, ineq_start, rows)
+
+    @property
+    def affine(self) -> bool:
+        """Every block's weights are affine in the forecasts: no variables but the questions'."""
+        return self.n_vars == self.A_eq.shape[1] and all(not isinstance(w, np.ndarray) for w in self.weights)
+
+
+def build(parts: list[Block], M: int, c: np.ndarray | None) -> System:
+    """The constraints with the conditional questions' values ``c`` fixed in the worlds.
+
+    A tuple whose worlds are affinely independent (every check we ship, for any conditional values)
+    needs no weight variables: its weights are an affine function of its forecasts on the worlds'
+    affine hull, so its constraints are that hull's equations and those weights' signs. Other
+    checks keep one weight variable per world.
+    """
+    eq, ineq = _Rows(), _Rows()
+    n_vars = M
+    weights: list = []
+    normals: list = []
+    for part in parts:
+        N, n = part.idx.shape
+        if N == 0:
+            weights.append(None)
+            normals.append(None)
+            continue
+        V = vertices(part, c)  # (N, k, n)
+        k = V.shape[1]
+        B = V[:, 1:] - V[:, :1]
+        affine = np.linalg.matrix_rank(B[:1]) == k - 1 if k > 1 else True
+        if affine and k > 1:
+            G = np.einsum("rid,rjd->rij", B, B)
+            affine = bool((np.abs(np.linalg.det(G)) > 1e-12).all())
+        if affine:
+            v0 = V[:, 0]
+            if k > 1:
+                Lmu = np.linalg.solve(G, B)  # μ = Lmu (x - v0): weights of worlds 1..k-1
+                coef = np.concatenate([-Lmu.sum(axis=1, keepdims=True), Lmu], axis=1)
+                const = -np.einsum("rkd,rd->rk", coef, v0)
+                const[:, 0] += 1.0
+            else:
+                coef, const = np.zeros((N, 1, n)), np.ones((N, 1))
+            ineq_start = ineq.n
+            ineq.add(-coef, part.idx, const)  # weights >= 0
+            weights.append((coef, const))
+            null = np.linalg.svd(B, full_matrices=True)[2][:, k - 1 :] if k > 1 else np.eye(n)[None].repeat(N, 0)
+            eq_start = eq.n
+            if null.shape[1]:
+                eq.add(null, part.idx, np.einsum("red,rd->re", null, v0))  # on the worlds' affine hull
+            normals.append((eq_start, null, ineq_start, -coef))
+        else:  # one weight variable per world: q[idx] = Vᵀ λ, Σλ = 1, λ >= 0
+            lam = n_vars + np.arange(N * k).reshape(N, k)
+            n_vars += N * k
+            coef = np.concatenate([np.eye(n)[None].repeat(N, 0), -V.transpose(0, 2, 1)], axis=2)
+            eq.add(coef, np.concatenate([part.idx, lam], axis=1), np.zeros((N, n)))
+            eq.add(np.ones((N, 1, k)), lam, np.ones((N, 1)))
+            ineq.add_diagonal(lam.ravel())
+            weights.append(lam)
+            normals.append(None)
+    return System(n_vars, eq.matrix(n_vars), eq.rhs(), ineq.matrix(n_vars), ineq.rhs(), weights, normals)
+
+
+def solve_clarabel(system: System, p: np.ndarray, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray, str]:
+    """(x, z, status): the solution over all variables and the multipliers (equalities first)."""
+    import clarabel
+    from scipy import sparse
+
+    M = len(p)
+    n_eq, n_in = system.A_eq.shape[0], system.A_in.shape[0]
+    A = sparse.vstack([system.A_eq, system.A_in]).tocsc()
+    b = np.concatenate([system.b_eq, system.b_in])
+    P = sparse.diags(np.concatenate([np.ones(M), np.zeros(system.n_vars - M)])).tocsc()
+    settings = clarabel.DefaultSettings()
+    settings.verbose = bool(os.environ.get("CONSISTENCY_REPAIR_VERBOSE"))
+    settings.tol_gap_abs = settings.tol_gap_rel = tol
+    settings.tol_feas = tol
+    settings.tol_ktratio = 1e-10
+    settings.max_iter = 200
+    # Measured on tuples sharing base questions: QDLDL factors small systems several times faster
+    # than faer (20,000 tuples: 0.9 s against 4.4 s), faer large ones (100,000 tuples: 42 s against 156 s).
+    if n_eq + n_in < _QDLDL_ROWS:
+        settings.direct_solve_method = "qdldl"
+    cones = [clarabel.ZeroConeT(n_eq), clarabel.NonnegativeConeT(n_in)]
+    q = np.concatenate([-p, np.zeros(system.n_vars - M)])
+    solution = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
+    return np.asarray(solution.x), np.asarray(solution.z), str(solution.status)
+
+
+def read_solution(system: System, parts: list[Block], x: np.ndarray, z: np.ndarray) -> tuple[list, list]:
+    """Each block's world weights λ and local projection target (None where not available).
+
+    Stationarity: p - q = Aᵀz, a sum of one normal vector per tuple; tuple t's projection target with
+    the others' held fixed is q[idx_t] + its own normal y_t.
+    """
+    n_eq = system.A_eq.shape[0]
+    targets: list[np.ndarray | None] = []
+    for part, how in zip(parts, system.normals, strict=True):
+        if how is None:
+            targets.append(None)
+            continue
+        eq_start, null, ineq_start, rows = how
+        N = len(part.idx)
+        start = n_eq + ineq_start
+        y = np.einsum("rkd,rk->rd", rows, z[start : start + rows.shape[0] * rows.shape[1]].reshape(N, -1))
+        if null.shape[1]:
+            y += np.einsum("red,re->rd", null, z[eq_start : eq_start + N * null.shape[1]].reshape(N, -1))
+        targets.append(np.clip(x[part.idx], 0.0, 1.0) + y)
+    lams = []
+    for part, how in zip(parts, system.weights, strict=True):
+        if how is None:
+            lams.append(np.zeros((0, len(part.worlds))))
+        elif isinstance(how, tuple):
+            lams.append(np.einsum("rkd,rd->rk", how[0], x[part.idx]) + how[1])
+        else:
+            lams.append(x[how])
+    return lams, targets
+
+
+def vertices(part: Block, c: np.ndarray | None) -> np.ndarray:
+    """Each tuple's worlds, unresolved coordinates set to the conditional questions' values: (N, k, n)."""
+    N = len(part.idx)
+    W = part.worlds
+    V = np.broadcast_to(np.where(W == NONE, 0.0, W).astype(float), (N, *W.shape)).copy()
+    for f in np.flatnonzero((W == NONE).any(axis=0)):
+        if c is None:
+            raise AssertionError("a conditional field needs its values")
+        rows = W[:, f] == NONE
+        V[:, rows, f] = c[part.idx[:, f]][:, None]
+    return V
+
+
+class _Rows:
+    """Sparse constraint rows, added a block of tuples at a time."""
+
+    def __init__(self) -> None:
+        self.rows: list[np.ndarray] = []
+        self.cols: list[np.ndarray] = []
+        self.vals: list[np.ndarray] = []
+        self.b: list[np.ndarray] = []
+        self.n = 0
+
+    def add(self, coef: np.ndarray, cols: np.ndarray, rhs: np.ndarray) -> None:
+        """``coef`` (N, r, m) over columns ``cols`` (N, m): r rows per tuple, right-hand sides ``rhs`` (N, r)."""
+        N, r, _m = coef.shape
+        ids = self.n + np.arange(N * r).reshape(N, r)
+        keep = np.abs(coef) > 1e-15
+        self.rows.append(np.broadcast_to(ids[:, :, None], coef.shape)[keep])
+        self.cols.append(np.broadcast_to(cols[:, None, :], coef.shape)[keep])
+        self.vals.append(coef[keep])
+        self.b.append(rhs.ravel())
+        self.n += N * r
+
+    def add_diagonal(self, cols: np.ndarray) -> None:
+        """Rows ``-x_j <= 0`` for each column j."""
+        self.add(-np.ones((len(cols), 1, 1)), cols[:, None], np.zeros((len(cols), 1)))
+
+    def matrix(self, n_cols: int):
+        from scipy import sparse
+
+        if not self.rows:
+            return sparse.csr_matrix((0, n_cols))
+        data = (np.concatenate(self.vals), (np.concatenate(self.rows), np.concatenate(self.cols)))
+        return sparse.csr_matrix(data, shape=(self.n, n_cols))
+
+    def rhs(self) -> np.ndarray:
+        return np.concatenate(self.b) if self.b else np.zeros(0)
