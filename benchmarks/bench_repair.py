@@ -20,7 +20,7 @@ smallest Brier improvement minus squared distance moved on the questions resolvi
 < 60 s, < 2 GB, incoherence <= 1e-9, slack >= -1e-9. The last line gives the load average. With the
 conditional checks every outer iteration is a full QP and the joint run takes about 15 minutes on two
 cores; ``--checks NEGATION,PARAPHRASE,CONSEQUENCE,AND,OR,ANDOR,BUT`` runs the binary mix (about 30 s).
-``CONSISTENCY_REPAIR_SOLVER=newton`` runs the joint repair with the opt-in Newton inner solver.
+``CC_REPAIR_SOLVER=newton`` runs the joint repair with the opt-in Newton inner solver.
 """
 
 from __future__ import annotations

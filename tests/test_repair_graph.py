@@ -150,7 +150,7 @@ def test_newton_inner_solver_agrees_with_clarabel(specs, seed, monkeypatch):
     blocks, truth = build(specs)
     p = np.random.default_rng(100 + seed).random(truth.shape[1])
     reference = repair_graph(blocks, p, "brier")
-    monkeypatch.setenv("CONSISTENCY_REPAIR_SOLVER", "newton")
+    monkeypatch.setenv("CC_REPAIR_SOLVER", "newton")
     result = repair_graph(blocks, p, "brier")
     assert result.status.startswith("Solved"), result.status
     np.testing.assert_allclose(result.repaired, reference.repaired, atol=1e-9)
@@ -181,7 +181,7 @@ def test_clarabel_takes_over_when_the_newton_solver_fails(monkeypatch, caplog):
     blocks, truth = build(CONDITIONAL)
     p = np.random.default_rng(5).random(truth.shape[1])
     reference = repair_graph(blocks, p, "brier")
-    monkeypatch.setenv("CONSISTENCY_REPAIR_SOLVER", "newton")
+    monkeypatch.setenv("CC_REPAIR_SOLVER", "newton")
     monkeypatch.setattr(active_set, "_MAX_ROUNDS", 0)  # the solver gives up at once
     with caplog.at_level("WARNING", logger="consistency.repair.graph"):
         result = repair_graph(blocks, p, "brier")

@@ -114,7 +114,7 @@ def solve_clarabel(system: System, p: np.ndarray, tol: float = 1e-12) -> tuple[n
     b = np.concatenate([system.b_eq, system.b_in])
     P = sparse.diags(np.concatenate([np.ones(M), np.zeros(system.n_vars - M)])).tocsc()
     settings = clarabel.DefaultSettings()
-    settings.verbose = bool(os.environ.get("CONSISTENCY_REPAIR_VERBOSE"))
+    settings.verbose = bool(os.environ.get("CC_REPAIR_VERBOSE"))
     settings.tol_gap_abs = settings.tol_gap_rel = tol
     settings.tol_feas = tol
     settings.tol_ktratio = 1e-10
