@@ -24,7 +24,6 @@ from itertools import combinations
 import numpy as np
 
 _BLOCK = 16_384
-_FEW = 512  # up to this many rows, project_each batches the subsets (per-call overhead dominates)
 
 
 def subsets(k: int) -> list[np.ndarray]:
@@ -100,23 +99,9 @@ class FixedHull:
 def project_each(p: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Projection of each row ``p[r]`` onto the hull of its own vertices ``V[r]`` (``N x k x n``).
 
-    Everything is computed from the Gram matrix of the vertices and their products with ``p``. Many
-    rows: one subset at a time, a few dozen operations on contiguous length-N vectors each. Few rows
-    (the fixed-point solvers' last iterations and kinks call this often on a handful of tuples): the
-    subsets of one size together, as arrays over subsets and rows, so a call costs about twenty
-    array operations instead of hundreds. Both choose the same candidate by the same rule.
+    Everything is computed from the Gram matrix of the vertices and their products with ``p``, one
+    contiguous array per entry, so each subset costs a few dozen operations on length-N vectors.
     """
-    N, k, _ = V.shape
-    if N <= _FEW:
-        weights = _weights_few(p, V)
-    else:
-        weights = np.empty((N, k))
-        for s in range(0, N, _BLOCK):
-            weights[s : s + _BLOCK] = _weights_many(p[s : s + _BLOCK], V[s : s + _BLOCK])
-    return np.einsum("rk,rkd->rd", weights, V), weights
-
-
-def _weights_many(p: np.ndarray, V: np.ndarray) -> np.ndarray:
     N, k, _ = V.shape
     K = np.ascontiguousarray(np.einsum("rid,rjd->ijr", V, V))  # K[i, j] = <v_i, v_j>, per row
     Vp = np.ascontiguousarray(np.einsum("rid,rd->ir", V, p))  # <v_i, p>
@@ -131,7 +116,7 @@ def _weights_many(p: np.ndarray, V: np.ndarray) -> np.ndarray:
                 base = K[s0, s0]
                 G = [[K[a, b] - K[a, s0] - K[s0, b] + base for b in rest] for a in rest]
                 rhs = [Vp[a] - Vp[s0] - K[a, s0] + base for a in rest]
-                x = cramer(G, rhs)
+                x = _cramer(G, rhs)
                 sub = [np.maximum(1.0 - sum(x), 0.0), *(np.maximum(xi, 0.0) for xi in x)]
                 total = sum(sub)
                 sub = [w / total for w in sub]
@@ -146,51 +131,11 @@ def _weights_many(p: np.ndarray, V: np.ndarray) -> np.ndarray:
                 lam[:, better] = 0.0
                 for w, s in zip(sub, S, strict=True):
                     lam[s, better] = w[better]
-    return lam.T
+    weights = lam.T
+    return np.einsum("rk,rkd->rd", weights, V), weights
 
 
-@lru_cache(maxsize=16)
-def _subset_groups(k: int) -> tuple[np.ndarray, ...]:
-    """The subsets of :func:`subsets`, in its order, as one index array (subsets x size) per size."""
-    return tuple(np.array(list(combinations(range(k), m)), dtype=np.intp) for m in range(k, 0, -1))
-
-
-def _weights_few(p: np.ndarray, V: np.ndarray) -> np.ndarray:
-    N, k, _ = V.shape
-    K = np.einsum("rid,rjd->ijr", V, V)  # K[i, j] = <v_i, v_j>, per row
-    Vp = np.einsum("rid,rd->ir", V, p)  # <v_i, p>
-    weights, violations = [], []
-    with np.errstate(all="ignore"):
-        for S in _subset_groups(k):
-            ns, m = S.shape
-            if m == 1:
-                sub = np.ones((ns, 1, N))
-            else:
-                # Barycentric coordinates of the affine projection onto each subset's hull (G x = rhs).
-                s0, rest = S[:, 0], S[:, 1:]
-                base = K[s0, s0][:, None]
-                K0 = K[rest, s0[:, None]]  # <v_a, v_0>, (ns, m - 1, N)
-                G = K[rest[:, :, None], rest[:, None, :]] - K0[:, :, None] - K0[:, None, :] + base[:, None]
-                rhs = Vp[rest] - Vp[s0][:, None] - K0 + base
-                x = cramer(
-                    [[G[:, a, b] for b in range(m - 1)] for a in range(m - 1)], [rhs[:, a] for a in range(m - 1)]
-                )
-                sub = np.maximum(np.concatenate([1.0 - sum(x)[:, None], *(xi[:, None] for xi in x)], axis=1), 0.0)
-                sub /= sub.sum(axis=1, keepdims=True)
-            # The optimality condition's violation max_j <p - x, v_j - x>, x = Σ sub_s v_s.
-            Kx = (sub[:, :, None] * K[S]).sum(axis=1)  # <x, v_j>, (ns, k, N)
-            px = (sub * Vp[S]).sum(axis=1)
-            xx = (sub * np.take_along_axis(Kx, S[:, :, None], axis=1)).sum(axis=1)
-            violations.append((Vp - Kx).max(axis=1) - px + xx)
-            W = np.zeros((ns, k, N))
-            W[np.arange(ns)[:, None], S] = sub
-            weights.append(W)
-    d = np.concatenate(violations)
-    best = np.where(np.isfinite(d), d, np.inf).argmin(axis=0)
-    return np.concatenate(weights)[best, :, np.arange(N)]
-
-
-def cramer(G: list[list[np.ndarray]], b: list[np.ndarray]) -> list[np.ndarray]:
+def _cramer(G: list[list[np.ndarray]], b: list[np.ndarray]) -> list[np.ndarray]:
     """Solve symmetric systems given entry by entry (each entry a vector over rows); singular rows give nan."""
     m = len(b)
     if m == 1:
@@ -212,9 +157,9 @@ def cramer(G: list[list[np.ndarray]], b: list[np.ndarray]) -> list[np.ndarray]:
             (c01 * x + c11 * y + c12 * z) / det,
             (c02 * x + c12 * y + c22 * z) / det,
         ]
-    Gm = np.moveaxis(np.array(G), (0, 1), (-2, -1))  # entries' axes first, then the m x m matrix
-    out = _solve_small(Gm.reshape(-1, m, m), np.stack(b, axis=-1).reshape(-1, m))
-    return [out[:, a].reshape(b[0].shape) for a in range(m)]
+    Gm = np.moveaxis(np.array(G), -1, 0)
+    out = _solve_small(Gm, np.stack(b, axis=1))
+    return list(out.T)
 
 
 def _solve_small(G: np.ndarray, b: np.ndarray) -> np.ndarray:

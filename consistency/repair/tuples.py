@@ -15,13 +15,9 @@ is 0 on the unresolved coordinates, which also score nothing) gives in every wor
 
 so the loss never rises and falls by at least the squared distance moved on the fields that resolve.
 ``H(q)`` depends only on ``q``'s conditional coordinates (one or two), so the fixed point is solved per
-tuple in that dimension. One: a bracketed secant (the root always exists: ``f(0) >= 0`` and
-``f(1) <= 1``). Two: Newton's method with the exact Jacobian of the projection's face (each new point
-projected on the previous point's face, faces enumerated only where that one no longer holds), kept in
-the unit box; the few tuples whose fixed point sits on a kink, where the face changes and Newton
-stalls, fall to a nested bracketed solve, vectorised over them. When a condition has probability 0
-(``P(Q) = 1`` for ``P given not Q``, say) the conditional field is free and several fixed points exist,
-all with the guarantee; a coherent tuple is returned as it is.
+tuple in that dimension: Newton's method with a finite-difference Jacobian, kept inside the unit box
+(and, in one dimension, inside a bracket of the root, which always exists: ``f(0) >= 0`` and
+``f(1) <= 1``), falling back to a plain fixed-point step when Newton does not reduce the residual.
 
 Log geometry: the repair is the arbitrage prices of :func:`consistency.metrics.arbitrage` (the
 log-score market's max-min prices); the log loss improves in every world by at least the arbitrage
@@ -39,7 +35,7 @@ import numpy as np
 
 from ..checks.check import NONE, TRUE, Check
 from ..metrics.arbitrage import arbitrage, clip_forecasts
-from .polytope import FixedHull, cramer, project_each
+from .polytope import FixedHull, project_each
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +43,7 @@ Score = Literal["brier", "log"]
 SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
 _NEWTON_ITER = 40
-_STALLS = 6  # plain steps (Newton and half its step failed) before a row goes to the bracketed solver
-_FACE_TOL = 1e-14  # weights and optimality slack accepted as a valid face (rounding)
+_FD_STEP = 1e-7
 _BLOCK = 131_072  # conditional checks: iterations on the few slow tuples cost per call, not per tuple
 
 
@@ -139,8 +134,6 @@ class ConditionalPlan:
         self.base = np.where(worlds == NONE, 0.0, worlds).astype(float)
         self.cols = np.flatnonzero((worlds == NONE).any(axis=0))
         self.unresolved = worlds[:, self.cols] == NONE  # (k, d)
-        k = len(worlds)
-        self._others = np.array([[a for a in range(k) if a != s] for s in range(k)], dtype=np.intp).reshape(k, k - 1)
 
     @staticmethod
     @lru_cache(maxsize=64)
@@ -161,66 +154,8 @@ class ConditionalPlan:
 
     def image(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``q = Π_{H(c)}(p)`` and the residual ``q_J - c``."""
-        q, h = self._evaluate(p, c)[:2]
-        return q, h
-
-    def _evaluate(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The image, its residual, the projection's weights on the vertices and the vertices ``ω̃(c)``."""
-        V = self.vertices(c)
-        q, lam = project_each(p, V)
-        return q, q[:, self.cols] - c, lam, V
-
-    def jacobian(self, p: np.ndarray, q: np.ndarray, lam: np.ndarray, V: np.ndarray) -> np.ndarray:
-        """The residual's Jacobian ``∂(q_J - c)/∂c`` (``N x d x d``) at the projection ``q`` with weights ``lam``.
-
-        The projection's face (the vertices with positive weight) is held fixed; see :meth:`on_face`.
-        """
-        return self.on_face(p, V, lam > 0)[2]
-
-    def on_face(
-        self, p: np.ndarray, V: np.ndarray, active: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Projection of ``p`` onto the affine hull of each row's ``active`` vertices, with the residual's Jacobian.
-
-        Returns ``(q, weights, jacobian, valid)``; ``valid``: the weights are >= 0 and ``q`` meets the
-        optimality condition over all the vertices, so ``q`` is the projection onto the whole hull.
-        On the face A, ``q = Σ λ_s v_s`` and ``<p - q, v_a> = ν`` for a in A. Differentiating in ``c_j``,
-        which moves coordinate ``J_j`` of the vertices leaving it unresolved (``∂v_s = U_sj e_{J_j}``):
-        ``Σ_s K_as ∂λ_s + ∂ν = r_{J_j} U_aj - μ_j v_a[J_j]`` with ``Σ ∂λ_s = 0``, ``r = p - q``,
-        ``μ_j = Σ_s λ_s U_sj``; then ``∂q = Σ_s ∂λ_s v_s + μ_j e_{J_j}``. Affinely dependent faces give nan.
-        """
-        N, k, _ = V.shape
-        d, m, J = self.cols.size, k - 1, self.cols
-        U = self.unresolved.T.astype(float)  # (d, k)
-        # Coordinates x_a on D_a = v_a - v_0 (v_0: the face's first vertex; the others padded with
-        # identity rows where inactive): G x = <D, p - v_0>, and the derivatives with the same G. Arrays
-        # are laid out vertex, coordinate, row, so every entry is one contiguous length-N vector.
-        Vt = np.ascontiguousarray(V.transpose(1, 2, 0))
-        first = active.argmax(axis=1)
-        others = self._others[first].T  # (m, N)
-        on = np.take_along_axis(active.T, others, axis=0)
-        v0 = _pick(Vt, first)
-        D = [_pick(Vt, o) - v0 for o in others]  # D_a, each (n, N)
-        pv = p.T - v0
-        G = [[np.where(on[a] & on[b], _dot(D[a], D[b]), float(a == b)) for b in range(m)] for a in range(m)]
-        x = cramer(G, [on[a] * _dot(D[a], pv) for a in range(m)])
-        q = v0 + sum(xa * Da for xa, Da in zip(x, D, strict=True))
-        r = p.T - q
-        lam = np.zeros((k, N))
-        np.put_along_axis(lam, others, np.array(x), axis=0)
-        np.put_along_axis(lam, first[None, :], 1.0 - sum(x)[None, :], axis=0)
-        mu = [sum(U[j, t] * lam[t] for t in range(k) if U[j, t]) for j in range(d)]
-        jac = np.empty((N, d, d))
-        for j in range(d):
-            dU = U[j][others] - U[j][first]  # (m, N)
-            dx = cramer(G, [on[a] * (r[J[j]] * dU[a] - mu[j] * D[a][J[j]]) for a in range(m)])
-            for i in range(d):
-                jac[:, i, j] = sum(dxa * Da[J[i]] for dxa, Da in zip(dx, D, strict=True)) + (mu[j] - 1.0) * (i == j)
-        with np.errstate(invalid="ignore"):
-            optimality = np.max([_dot(Vt[t], r) for t in range(k)], axis=0) - _dot(r, q)
-            valid = (lam >= -_FACE_TOL).all(axis=0) & (optimality <= _FACE_TOL)
-        q, lam = q.T, lam.T
-        return q, lam, jac, valid
+        q = project_each(p, self.vertices(c))[0]
+        return q, q[:, self.cols] - c
 
     def fixed_point(self, p: np.ndarray, start: np.ndarray | None = None) -> tuple[np.ndarray, int]:
         """``q = Π_{H(q)}(p)`` for every row, and the iterations taken; ``start``: conditional values to start from.
@@ -230,37 +165,17 @@ class ConditionalPlan:
         # By default, start from the log repair's conditional values (the arbitrage prices, about a
         # microsecond a tuple): typically four times closer to the fixed point than the forecasts.
         if start is None:
-            clipped = np.clip(p, 0.0, 1.0)
-            start = arbitrage(clipped, self.worlds).prices[:, self.cols]
-            # A coherent tuple is its own fixed point; when a condition has probability 0 (P(Q) = 1 for
-            # P given not Q, say), other values of that conditional field are fixed points too, so a
-            # coherent tuple with a 0 or 1 (the only way to get there) starts from its own values.
-            edge = np.flatnonzero(((clipped == 0.0) | (clipped == 1.0)).any(axis=1))
-            own = clipped[edge][:, self.cols]
-            fixed = np.abs(self.image(p[edge], own)[1]).max(axis=1) <= FIXED_POINT_TOL
-            start[edge[fixed]] = own[fixed]
+            start = arbitrage(np.clip(p, 0.0, 1.0), self.worlds).prices[:, self.cols]
         c = np.clip(start, 0.0, 1.0)
         if self.cols.size == 1:
             x, iterations = root_1d(lambda rows, x: self.image(p[rows], x[:, None])[1][:, 0], c[:, 0])
             c = x[:, None]
-            q = self.image(p, c)[0]
         else:
-            # Newton's rows come with their image (on a verified face, or by enumeration); the others
-            # are projected again below.
-            c, q, iterations, left = self._newton(p, c)
-            redo = left
-            if left.size:
-                # A coherent tuple is its own fixed point, which Newton can miss when its projection sits
-                # on a vertex (a singular Jacobian): try the forecasts' own conditional values.
-                own = np.clip(p[left][:, self.cols], 0.0, 1.0)
-                done = np.abs(self.image(p[left], own)[1]).max(axis=1) <= FIXED_POINT_TOL
-                c[left[done]] = own[done]
-                left = left[~done]
+            c, iterations, left = self._newton(p, c)
             if left.size and self.cols.size == 2:
                 c[left], more = self._nested(p[left], c[left])
                 iterations += more
-            q[redo] = self.image(p[redo], c[redo])[0]
-        h = q[:, self.cols] - c
+        q, h = self.image(p, c)
         residual = np.abs(h).max(axis=1)
         if (residual > 1e-10).any():
             log.warning(
@@ -270,77 +185,61 @@ class ConditionalPlan:
             )
         return q, iterations
 
-    def _newton(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-        """Newton's method with the exact Jacobian of the projection's face, kept in the unit box.
+    def _newton(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+        """Quasi-Newton steps (a finite-difference Jacobian, then Broyden's updates; kept in the unit box).
 
-        Each new point is first projected on the previous point's face (one small linear solve), and
-        by enumeration only where that face is no longer the projection's. Rows where Newton fails to
-        reduce the residual (a kink: the projection changes face at the fixed point) take a half or a
-        plain step; after six plain steps they are returned as unconverged, for the bracketed solver.
-        Returns the values, their images, the iterations and the unconverged rows.
+        Returns the rows left unconverged: Newton stalls at kinks, where the projection changes face.
         """
+        d = self.cols.size
         c = c.copy()
-        q, lam, jac, active = self._step(p, c, None)
-        h = q[:, self.cols] - c
-        stalls = np.zeros(len(c), dtype=np.intp)
+        h = self.image(p, c)[1]
+        N = len(c)
+        jac = np.zeros((N, d, d))
+        fresh = np.ones(N, dtype=bool)  # rows whose Jacobian is measured anew (else: Broyden's update)
         todo = np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
         iterations = 0
         while todo.size and iterations < _NEWTON_ITER:
             iterations += 1
-            pt, ct, ht, At = p[todo], c[todo], h[todo], active[todo]
+            pt, ct, ht = p[todo], c[todo], h[todo]
+            measure = np.flatnonzero(fresh[todo])
+            if measure.size:
+                pm, cm, hm = pt[measure], ct[measure], ht[measure]
+                step = np.where(cm + _FD_STEP <= 1.0, _FD_STEP, -_FD_STEP)
+                for a in range(d):
+                    shifted = cm.copy()
+                    shifted[:, a] += step[:, a]
+                    jac[todo[measure], :, a] = (self.image(pm, shifted)[1] - hm) / step[:, a : a + 1]
+            J = jac[todo]
             with np.errstate(all="ignore"):
-                newton = ct - _solve_general(jac[todo], ht)
+                newton = ct - _solve_general(J, ht)
             bad = ~np.isfinite(newton).all(axis=1)
             newton[bad] = ct[bad] + ht[bad]  # the plain step f(c)
             newton = np.clip(newton, 0.0, 1.0)
-            found = self._step(pt, newton, At)
-            hn = found[0][:, self.cols] - newton
+            hn = self.image(pt, newton)[1]
+            # Where Newton does not reduce the residual (a stale Jacobian, or a kink where the projection
+            # changes face): half the step, else the plain step f(c); the Jacobian is then measured anew.
             worse = np.flatnonzero(np.abs(hn).max(axis=1) >= np.abs(ht).max(axis=1))
-            # Where Newton does not reduce the residual: half the step, else the plain step f(c) (a stall).
-            for trial in ("half", "plain"):
-                if not worse.size:
-                    break
-                if trial == "half":
-                    point = 0.5 * (ct[worse] + newton[worse])
-                else:
-                    point = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
-                got = self._step(pt[worse], point, At[worse])
-                hg = got[0][:, self.cols] - point
-                keep = (
-                    np.abs(hg).max(axis=1) < np.abs(ht[worse]).max(axis=1)
-                    if trial == "half"
-                    else np.ones(len(worse), bool)
-                )
-                if trial == "plain":
-                    stalls[todo[worse]] += 1
-                rows = worse[keep]
-                newton[rows], hn[rows] = point[keep], hg[keep]
-                for new, value in zip(found, got, strict=True):
-                    new[rows] = value[keep]
-                worse = worse[~keep]
+            fresh[todo] = False
+            fresh[todo[worse]] = True
+            if worse.size:
+                half = 0.5 * (ct[worse] + newton[worse])
+                hh = self.image(pt[worse], half)[1]
+                ok = np.abs(hh).max(axis=1) < np.abs(ht[worse]).max(axis=1)
+                newton[worse[ok]], hn[worse[ok]] = half[ok], hh[ok]
+                worse = worse[~ok]
+            if worse.size:
+                newton[worse] = np.clip(ct[worse] + ht[worse], 0.0, 1.0)
+                hn[worse] = self.image(pt[worse], newton[worse])[1]
+            # Broyden's update of the Jacobian along the step taken.
+            dc, dh = newton - ct, hn - ht
+            norm = (dc**2).sum(axis=1)
+            upd = norm > 0
+            with np.errstate(all="ignore"):
+                corr = (dh - np.einsum("rij,rj->ri", J, dc)) / np.where(upd, norm, 1.0)[:, None]
+            jac[todo[upd]] = J[upd] + corr[upd][:, :, None] * dc[upd][:, None, :]
             c[todo], h[todo] = newton, hn
-            q[todo], lam[todo], jac[todo], active[todo] = found
-            todo = todo[(np.abs(hn).max(axis=1) > FIXED_POINT_TOL) & (stalls[todo] < _STALLS)]
-        return c, q, iterations, np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
-
-    def _step(
-        self, p: np.ndarray, c: np.ndarray, active: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(q, weights, jacobian, face)`` at ``c``: on the face ``active`` where it holds, else by enumeration."""
-        V = self.vertices(c)
-        if active is None:
-            redo = np.arange(len(c))
-            q, lam = np.empty_like(p), np.empty(V.shape[:2])
-            jac, face = np.empty((len(c), self.cols.size, self.cols.size)), np.zeros(V.shape[:2], dtype=bool)
-        else:
-            q, lam, jac, valid = self.on_face(p, V, active)
-            face = active.copy()
-            redo = np.flatnonzero(~valid)
-        if redo.size:
-            q[redo], lam[redo] = project_each(p[redo], V[redo])
-            face[redo] = lam[redo] > 0
-            jac[redo] = self.on_face(p[redo], V[redo], face[redo])[2]
-        return q, lam, jac, face
+            todo = todo[np.abs(hn).max(axis=1) > FIXED_POINT_TOL]
+        return c, iterations, np.flatnonzero(np.abs(h).max(axis=1) > FIXED_POINT_TOL)
 
     def _nested(self, p: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int]:
         """Two conditional coordinates, robustly: the second solved for each value of the first.
@@ -396,19 +295,6 @@ def root_1d(fun, x: np.ndarray, tol: float = FIXED_POINT_TOL, max_iter: int = 20
         x[todo], h[todo] = cand, hn
         todo = todo[(np.abs(hn) > tol) & (ua - la > tol)]
     return x, iterations
-
-
-def _pick(Vt: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """``Vt[index[r], :, r]`` for every row r (``Vt``: vertex, coordinate, row); a few selections beat a gather."""
-    out = Vt[0].copy()
-    for t in range(1, len(Vt)):
-        np.copyto(out, Vt[t], where=index == t)
-    return out
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise dot products of coordinate-major arrays (coordinate, row), one contiguous vector at a time."""
-    return sum(a[i] * b[i] for i in range(len(a)))
 
 
 def _solve_general(A: np.ndarray, b: np.ndarray) -> np.ndarray:
