@@ -18,11 +18,12 @@ boundary, and come back when their profit undercuts the average), all tuples at 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 
 from .faces import FacePlan, solve_spd
+from .world_plans import plan_for
 
 DEFAULT_EPSILON = 1e-3
 MIN_PROBABILITY = 1e-12
@@ -166,15 +167,9 @@ class _Problem:
     def faces(self) -> FacePlan:
         return FacePlan(self)
 
-    @staticmethod
-    @lru_cache(maxsize=64)
-    def _cached(key: bytes, shape: tuple[int, int]) -> _Problem:
-        return _Problem(np.frombuffer(key, dtype=np.int8).reshape(shape))
-
     @classmethod
     def of(cls, worlds: np.ndarray) -> _Problem:
-        w = np.ascontiguousarray(worlds, dtype=np.int8)
-        return cls._cached(w.tobytes(), w.shape)
+        return plan_for(cls, worlds)
 
     def _admissible(self, mask: int) -> bool:
         face = [j for j in range(self.k) if mask >> j & 1]

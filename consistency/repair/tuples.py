@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Literal
 
 import numpy as np
 
 from ..checks.check import NONE, TRUE, Check
 from ..metrics.arbitrage import arbitrage, clip_forecasts
+from ..metrics.world_plans import plan_for
 from .polytope import FixedHull, project_each
 
 log = logging.getLogger(__name__)
@@ -135,15 +135,9 @@ class ConditionalPlan:
         self.cols = np.flatnonzero((worlds == NONE).any(axis=0))
         self.unresolved = worlds[:, self.cols] == NONE  # (k, d)
 
-    @staticmethod
-    @lru_cache(maxsize=64)
-    def _cached(key: bytes, shape: tuple[int, int]) -> ConditionalPlan:
-        return ConditionalPlan(np.frombuffer(key, dtype=np.int8).reshape(shape))
-
     @classmethod
     def of(cls, worlds: np.ndarray) -> ConditionalPlan:
-        w = np.ascontiguousarray(worlds, dtype=np.int8)
-        return cls._cached(w.tobytes(), w.shape)
+        return plan_for(cls, worlds)
 
     def vertices(self, c: np.ndarray) -> np.ndarray:
         V = np.broadcast_to(self.base, (len(c), *self.base.shape)).copy()
