@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -269,3 +270,38 @@ def test_a_seeding_error_in_a_new_attack_leaves_no_directory(tmp_path, monkeypat
         Path("arr").mkdir()
         Path("arr/attack.json").write_text("[1, 2]")
         attack("constant", budget=5, out="arr", resume=True)
+
+
+def test_a_symlinked_file_inside_an_attack_is_refused_on_resume(tmp_path, monkeypatch):
+    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    args = ["attack", "-f", "constant", "-b", "5", "-c", "cond", "-o", "att", "--no-baseline"]
+    assert runner.invoke(app, args).exit_code == 0
+    elsewhere = tmp_path / "someone-elses.jsonl"
+    elsewhere.write_text("")
+    (tmp_path / "att" / "llm_calls.jsonl").unlink(missing_ok=True)
+    (tmp_path / "att" / "llm_calls.jsonl").symlink_to(elsewhere)
+    res = runner.invoke(app, [*args, "--resume"])
+    assert res.exit_code == 2 and "llm_calls.jsonl is a symbolic link" in " ".join(res.output.split())
+    assert elsewhere.read_text() == ""
+
+
+def test_sigterm_stops_the_search_with_its_exit_code_and_a_resume_finishes_it(server, whole, tmp_path, monkeypatch):
+    out, cache = tmp_path / "a", tmp_path / "cache"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "consistency", *_args(server.model_spec(), out)],
+        env=_env(cache), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    journal = out / "journal.jsonl"
+    while proc.poll() is None and not (journal.exists() and '"kind": "forecast"' in journal.read_text()):
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr
+    said = " ".join(stderr.split())
+    assert "terminated: finished forecasts are journaled; run the same command with --resume" in said
+    monkeypatch.setenv("CC_CACHE_DIR", str(cache))
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, [*_args(server.model_spec(), out), "--resume"])
+    assert res.exit_code == 0, res.output
+    assert outputs(out) == outputs(whole)

@@ -32,9 +32,11 @@ from ..paths import new_run_dir
 from .families import Family, bases_of, default_families
 from .report import summarize, write_outputs
 from .search import Evaluated, Search, SearchOptions
-from .store import CONFIG, JOURNAL, Journal, read_config, stale_temp
+from .store import CONFIG, GENERATOR_TRANSCRIPT, JOURNAL, TRANSCRIPT, Journal, read_config, stale_temp
 
 SEEDS_PER_CHECK = 24
+#: What an attack writes at its directory's top level (tuples/ and forecasts/ are replaced file by file).
+WRITTEN = (CONFIG, JOURNAL, TRANSCRIPT, GENERATOR_TRANSCRIPT, "search_log.jsonl", "report.md")
 
 
 class AttackError(ValueError):
@@ -228,6 +230,12 @@ def _claim(target: Path, config: dict[str, Any], budget: int, resume: bool) -> b
         )
     if not resume:
         raise AttackError(f"{target} already holds an attack: pass --resume to continue it, or choose another --out")
+    for name in WRITTEN:  # appended to or replaced: only ever inside the attack directory
+        if (target / name).is_symlink():
+            raise AttackError(
+                f"{target / name} is a symbolic link; an attack writes only inside its directory, so replace it "
+                "with the file itself"
+            )
     for name, value in config.items():
         if recorded.get(name) != value:
             raise AttackError(
@@ -271,8 +279,8 @@ async def _run(
 ):
     settings = settings or LLMSettings()
     try:
-        async with LLM(settings, transcript=target / "llm_calls.jsonl") as target_llm:
-            gen_llm = LLM(settings, transcript=target / "generator_calls.jsonl") if generator else None
+        async with LLM(settings, transcript=target / TRANSCRIPT) as target_llm:
+            gen_llm = LLM(settings, transcript=target / GENERATOR_TRANSCRIPT) if generator else None
             forecaster.attach(target_llm)
             try:
                 search = Search(

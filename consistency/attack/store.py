@@ -21,6 +21,8 @@ from ..models import ForecastingQuestion
 
 JOURNAL = "journal.jsonl"
 CONFIG = "attack.json"
+TRANSCRIPT = "llm_calls.jsonl"  # the target's model calls
+GENERATOR_TRANSCRIPT = "generator_calls.jsonl"
 
 
 def question_key(q: ForecastingQuestion) -> str:

@@ -108,9 +108,7 @@ def attack_cmd(
         raise typer.Exit(ExitCode.FAILED) from None
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see exits.install_sigterm)
         what = "terminated" if terminated() else "interrupted"
-        err.print(
-            f"[yellow]{what}[/yellow]: finished forecasts are journaled; continue with the same command and --resume"
-        )
+        err.print(f"[yellow]{what}[/yellow]: finished forecasts are journaled; run the same command with --resume")
         raise typer.Exit(interrupted_code()) from None
     except (AttackError, ForecasterSpecError, UnknownCheckError, ValueError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
