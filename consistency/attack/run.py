@@ -176,6 +176,8 @@ def attack(
     # attack that --resume finishes; a seeding error in a new attack takes the claim back.
     created = _claim(target, config, budget, resume)
     journal = _open_journal(target, created)
+    if not created:  # this process owns the attack now (the journal's lock): it is running again
+        write_json(target / CONFIG, {**(read_config(target) or {}), "status": "running", "budget": budget})
     try:
         pool, seeds = _setup(chosen, questions, tuples)
     except BaseException:
@@ -248,7 +250,6 @@ def _claim(target: Path, config: dict[str, Any], budget: int, resume: bool) -> b
             f"{target}: --budget {budget} is below the {before} this attack was run with; a resume replays or "
             f"extends a search, so give --budget {before} or more"
         )
-    write_json(target / CONFIG, {**recorded, "status": "running", "budget": budget})
     return False
 
 

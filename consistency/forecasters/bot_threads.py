@@ -116,14 +116,14 @@ class BotThreads:
     def __init__(self) -> None:
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
-        self._closing = False
+        self._at_exit = False  # close() registered
 
     def _take(self) -> _Worker:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-            if not self._closing:
-                self._closing = True
+            if not self._at_exit:
+                self._at_exit = True
                 atexit.register(self.close)
         return _Worker()
 
