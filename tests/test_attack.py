@@ -235,7 +235,9 @@ def test_bad_settings_stop_with_one_sentence(tmp_path):
     again = runner.invoke(app, ["attack", "-f", "constant", "-b", "5", "-o", "y"])
     assert again.exit_code == 2 and "--resume" in again.output
     other = runner.invoke(app, ["attack", "-f", "uniform", "-b", "5", "-o", "y", "--resume", "--no-baseline"])
-    assert other.exit_code == 2 and "differs" in other.output
+    assert other.exit_code == 2 and "another target" in other.output
+    changed = runner.invoke(app, ["attack", "-f", "constant", "-b", "5", "-o", "y", "--resume", "--width", "3"])
+    assert changed.exit_code == 2 and "options differs" in changed.output
 
 
 def test_cc_report_shows_the_search_next_to_uniform_sampling(tmp_path):

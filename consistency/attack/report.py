@@ -170,7 +170,8 @@ def write_outputs(search: Search, out: Path, summary: dict[str, Any]) -> list[Ev
     with atomic_write(out / "search_log.jsonl") as fh:
         for e in search.evaluated:
             fh.write(dump_line(_log_line(e, id(e) in kept)))
-    (out / "report.md").write_text(render_markdown(summary), encoding="utf-8")
+    with atomic_write(out / "report.md") as fh:
+        fh.write(render_markdown(summary))
     return found
 
 

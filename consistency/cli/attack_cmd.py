@@ -10,6 +10,7 @@ import typer
 
 from ..llm import LLMSettings
 from .console import err, escape, out
+from .exits import ExitCode, interrupted_code, terminated
 from .llm_command import llm_settings_command
 
 
@@ -104,13 +105,14 @@ def attack_cmd(
     except FatalError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         err.print("what finished is journaled: fix the cause, then run the same command with --resume")
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/yellow]: finished forecasts are journaled; continue with --resume")
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.FAILED) from None
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see exits.install_sigterm)
+        what = "terminated" if terminated() else "interrupted"
+        err.print(f"[yellow]{what}[/yellow]: finished forecasts are journaled; run the same command with --resume")
+        raise typer.Exit(interrupted_code()) from None
     except (AttackError, ForecasterSpecError, UnknownCheckError, ValueError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     if as_json:
         out.print_json(json.dumps(result.summary))
     else:
