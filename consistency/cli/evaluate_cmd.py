@@ -19,6 +19,7 @@ from ..llm import LLMSettings
 from ..llm.fatal import FatalError
 from ..llm.secrets import redact
 from ..metrics.forecast_files import ScoreParams
+from .bounds import positive
 from .console import err, escape, fmt, out, print_skipped
 from .exits import ExitCode, interrupted_code, terminated
 from .llm_command import llm_settings_command
@@ -101,8 +102,10 @@ def evaluate_cmd(
     checks: Annotated[
         str | None, typer.Option("--checks", "-c", help="Comma-separated checks to run, e.g. cond,neg (default: all).")
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="At most N tuples per check (sampled).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the --limit sample.")] = 0,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", min=1, help="At most N tuples per check (sampled).")
+    ] = None,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the --limit sample.")] = 0,
     questions: Annotated[
         Path | None,
         typer.Option("--questions", "-q", help="Resolved questions: score against outcomes (Brier, log score)."),
@@ -113,17 +116,25 @@ def evaluate_cmd(
     resume_dir: Annotated[
         Path | None, typer.Option("--resume", help="Finish an interrupted run directory without re-asking.")
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="Questions forecast at once.")] = 32,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions forecast at once.")] = 32,
     forecast_timeout: Annotated[
-        float, typer.Option("--forecast-timeout", help="Seconds per question before it is recorded as failed.")
+        float,
+        typer.Option(
+            "--forecast-timeout", min=0, callback=positive, help="Seconds per question before it is recorded as failed."
+        ),
     ] = 300.0,
-    epsilon: Annotated[float, typer.Option(help="Forecasts of exactly 0 or 1 become ε / 1-ε for arbitrage.")] = 1e-3,
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% interval of each mean.")] = 1000,
+    epsilon: Annotated[
+        float, typer.Option(min=0, max=0.5, help="Forecasts of exactly 0 or 1 become ε / 1-ε for arbitrage.")
+    ] = 1e-3,
+    bootstrap: Annotated[
+        int, typer.Option(min=0, help="Bootstrap resamples for the 95% interval of each mean (0: none).")
+    ] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
     fail_on_error: Annotated[
         float | None,
         typer.Option(
             "--fail-on-error",
+            min=0,
             help="Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0).",
         ),
     ] = None,
@@ -131,6 +142,7 @@ def evaluate_cmd(
         float | None,
         typer.Option(
             "--max-violation",
+            min=0,
             help="Exit 1 (after writing the run) when the mean arbitrage violation over checks is above this.",
         ),
     ] = None,

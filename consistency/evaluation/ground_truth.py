@@ -16,7 +16,7 @@ from ..jsonl import LineError, write_json, write_jsonl
 from ..metrics import bootstrap_mean_ci
 from ..models import ForecastingQuestion, GroundTruthRecord
 from .asking import Ask, RunOptions, drive, question_key
-from .benchmark import nothing_usable, sample_in_order
+from .benchmark import check_sample, nothing_usable, sample_in_order
 from .rundir import RunDir
 from .runner import EvaluationResult, reopen_run, start_run
 
@@ -25,6 +25,7 @@ def load_questions(
     path: str | Path, limit: int | None = None, seed: int = 0
 ) -> tuple[list[ForecastingQuestion], list[LineError]]:
     """Questions from a questions file or a ground-truth results file; bad lines are returned, not fatal."""
+    check_sample(limit, seed)
     info = detect(path)
     if info.kind not in (FileKind.QUESTIONS, FileKind.GROUND_TRUTH):
         raise ValueError(f"{path}: holds {info.kind}; --questions needs a questions file")

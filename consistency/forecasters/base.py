@@ -28,7 +28,7 @@ from ..llm import LLM, LLMSettings
 from ..llm.fatal import FATAL_AFTER, FatalError
 from ..llm.secrets import redact
 from ..llm.waiting import within_work_time
-from ..models import Forecast, ForecastingQuestion
+from ..models import Forecast, ForecastingQuestion, probability_problem
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,27 @@ class ForecastError(Exception):
     def __init__(self, reason: str, raw: str | None = None) -> None:
         super().__init__(reason)
         self.raw = raw
+
+
+def sync_forecast_problem(cls: type) -> str | None:
+    """Why ``cls`` cannot be run, when its ``forecast`` is a plain ``def`` (None when it is ``async def``).
+
+    The framework awaits ``forecast`` under a per-question timeout, many at once on one event loop, with
+    one shared async LLM client; a blocking method cannot be timed out, cancelled by Ctrl-C or run
+    concurrently, so it is refused rather than quietly moved to a thread (a user who wants a thread
+    says so with ``asyncio.to_thread``, and then knows that a timed-out thread runs on). A decorated
+    method counts as ``async`` when the function it wraps is.
+    """
+    method = getattr(cls, "forecast", None)
+    if method is None or getattr(method, "__isabstractmethod__", False):
+        return None  # not implemented at all: Python's own "abstract method" error says so
+    if inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(inspect.unwrap(method)):
+        return None
+    return (
+        f"{cls.__name__}.forecast is a plain function (def): the framework awaits it, so declare it "
+        "`async def forecast(self, question)`; blocking work inside it can run in a thread with "
+        "`await asyncio.to_thread(...)`"
+    )
 
 
 @dataclass(frozen=True)
@@ -187,7 +208,10 @@ class Forecaster(ABC):
         start = time.perf_counter()
         outcome = ForecastOutcome(question, note=note, occurrence=occurrence)
         try:
-            result = await within_work_time(self.forecast(question), timeout)  # time queued for the model not counted
+            work = self.forecast(question)
+            if not inspect.isawaitable(work):  # a plain `def forecast` that slipped past load_forecaster
+                raise TypeError(sync_forecast_problem(type(self)) or "forecast() must be `async def`")
+            result = await within_work_time(work, timeout)  # time queued for the model not counted
         except TimeoutError:
             outcome.error = f"timed out after {timeout:g} s"
         except ForecastError as exc:
@@ -199,9 +223,7 @@ class Forecaster(ABC):
         else:
             try:
                 outcome.forecast = _as_forecast(result)
-            except ValidationError as exc:
-                outcome.error = f"invalid forecast: {exc.errors()[0]['msg']}"
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError) as exc:  # a pydantic ValidationError too: its first error, in one line
                 outcome.error = f"invalid forecast: {_first_line(exc)}"
         finally:
             _note.reset(note_token)
@@ -330,8 +352,8 @@ def _as_forecast(result: Any) -> Forecast:
     if isinstance(result, Forecast):
         return Forecast.model_validate(result.model_dump())  # re-validate: fields may have been mutated
     if isinstance(result, int | float) and not isinstance(result, bool):
-        if not math.isfinite(result):
-            raise ValueError(f"probability must be a number in [0, 1], got {result!r}")
+        if not math.isfinite(result) or not 0.0 <= result <= 1.0:
+            raise ValueError(probability_problem(result))
         return Forecast(prob=float(result))
     if isinstance(result, Mapping):
         return Forecast.model_validate(result)
@@ -339,8 +361,27 @@ def _as_forecast(result: Any) -> Forecast:
 
 
 def _first_line(exc: BaseException) -> str:
+    """One line saying what went wrong. A pydantic error's own first line ("1 validation error for
+    Forecast") names neither the field nor the reason: its first error is given instead."""
+    if isinstance(exc, ValidationError):
+        return validation_sentence(exc)
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def validation_sentence(exc: ValidationError) -> str:
+    """``Forecast.prob: probability must be within [0, 1], got 70 (if that is a percentage, give 0.7)``: the model, the
+    field and the reason of the first error (and how many more there are)."""
+    errors = exc.errors(include_url=False)
+    if not errors:
+        return f"invalid {exc.title}"
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"])
+    reason = first["msg"].removeprefix("Value error, ")
+    if first["type"] != "value_error" and "input" in first and not isinstance(first["input"], dict | list):
+        reason += f", got {first['input']!r}"
+    more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
+    return f"{exc.title}{'.' + where if where else ''}: {reason}{more}"
 
 
 def _jsonable(value: Any) -> Any:
