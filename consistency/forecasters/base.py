@@ -41,6 +41,11 @@ class ForecastError(Exception):
         self.raw = raw
 
 
+class CallsStopped(Exception):
+    """No more model calls are made in this run (a spending cap was reached): the question that needed one is
+    left unasked, not recorded as failed, so a resume asks it. Raised by the run's LLM client."""
+
+
 def sync_forecast_problem(cls: type) -> str | None:
     """Why ``cls`` cannot be run, when its ``forecast`` is a plain ``def`` (None when it is ``async def``).
 
@@ -124,6 +129,7 @@ class ForecastOutcome:
     seconds: float = 0.0
     occurrence: Occurrence | None = None
     raised: bool = False  # the forecaster raised an exception of its own (not a model's bad answer)
+    stopped: bool = False  # not asked: the run stopped making calls (CallsStopped) before it could be
 
     @property
     def ok(self) -> bool:
@@ -140,6 +146,10 @@ class Forecaster(ABC):
     #: Name in the registry and the CLI (``--forecaster basic``); defaults to the class name.
     name: ClassVar[str] = ""
     context_dependent: ClassVar[bool] = False
+    #: Whether a cost estimate (``cc evaluate --dry-run``) may run :meth:`forecast` against a recording LLM
+    #: client: true when every call it makes goes through ``self.llm``. None: the framework's own forecasters
+    #: are, user code is not (it could call a model some other way, which a dry run must not do).
+    estimable: ClassVar[bool | None] = None
     _config: dict[str, Any]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -216,7 +226,7 @@ class Forecaster(ABC):
             outcome.error = f"timed out after {timeout:g} s"
         except ForecastError as exc:
             outcome.error, outcome.raw = redact(str(exc)), exc.raw
-        except FatalError:
+        except (FatalError, CallsStopped):
             raise  # the run stops; this question was not really asked
         except Exception as exc:
             outcome.error, outcome.raised = redact(f"{type(exc).__name__}: {_first_line(exc)}"), True
@@ -247,7 +257,8 @@ class Forecaster(ABC):
     ) -> list[ForecastOutcome]:
         """Forecast concurrently (at most ``concurrency`` at once); results in input order.
 
-        ``on_outcome`` sees each outcome as soon as it exists (to journal or display it). Raises
+        ``on_outcome`` sees each outcome as soon as it exists (to journal or display it), except those of
+        questions left unasked because the run stopped making calls (``stopped``: a spending cap). Raises
         :class:`FatalError`, with no new question started, when the model layer meets an error that
         cannot succeed on retry, or when the forecaster raised the same exception on each of the first
         ``stop_after_same_error`` questions it finished (a bug that would fail every question).
@@ -260,7 +271,10 @@ class Forecaster(ABC):
         async def one(q: ForecastingQuestion, place: Occurrence | None) -> ForecastOutcome:
             async with gate:
                 same.check()  # tripped while this one waited: start nothing new
-                outcome = await self.forecast_safely(q, timeout=timeout, occurrence=place)
+                try:
+                    outcome = await self.forecast_safely(q, timeout=timeout, occurrence=place)
+                except CallsStopped as exc:  # left for a resume: not journaled, not a failure
+                    return ForecastOutcome(q, error=str(exc), occurrence=place, stopped=True)
             if on_outcome is not None:
                 on_outcome(outcome)
             same.see(outcome)
