@@ -108,7 +108,7 @@ def generate_cmd(
     candidates: Annotated[int, typer.Option(min=1, help="Base assignments sampled for multi-question checks.")] = 2000,
     prefilter: Annotated[
         int | None,
-        typer.Option(min=1, help="Kept by embedding similarity before the model scores (default 3 x (top or n))."),
+        typer.Option(min=0, help="Kept by embedding similarity before the model scores (default 3 x (top or n))."),
     ] = None,
     top: Annotated[
         int | None,

@@ -186,7 +186,7 @@ def estimate_asks(forecaster: Forecaster, asks: Sequence[Ask], options: RunOptio
     dry = asyncio.run(go())
     found.models = sorted(dry.tallies.values(), key=lambda m: m.model)
     if found.not_simulated:
-        log.warning("%d forecast(s) failed in the dry run: their later calls are not counted", found.not_simulated)
+        log.info("%d forecast(s) failed in the dry run: their later calls are not counted", found.not_simulated)
     return found
 
 

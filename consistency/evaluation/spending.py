@@ -51,7 +51,7 @@ class CappedLLM(LLM):
         # connection slot is free): cache hits stay free, and calls queued behind the limit are not made.
         if self.spent >= self.max_cost:
             if not self.cap_reached:
-                log.warning("spending cap of $%g reached ($%.4f spent): no new model calls", self.max_cost, self.spent)
+                log.info("spending cap of $%g reached ($%.4f spent): no new model calls", self.max_cost, self.spent)
             self.cap_reached = True
             raise SpendingCapReached(f"not asked: the spending cap of ${self.max_cost:g} was reached")
         return super()._over_budget()
