@@ -141,6 +141,14 @@ def test_user_code_and_bots_are_refused_unless_declared():
     )
 
 
+def test_a_forecasting_tools_bot_is_refused():
+    pytest.importorskip("forecasting_tools")
+    from consistency.forecasters import load_forecaster
+
+    with pytest.raises(EstimateError, match="a forecasting-tools bot, whose calls go through litellm"):
+        estimate(load_forecaster("ft:TemplateBot"), checks=["neg"], limit=1)
+
+
 def cc(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = os.environ | {"NO_COLOR": "1", "COLUMNS": "200"}
     return subprocess.run([str(CC), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)

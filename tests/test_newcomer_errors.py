@@ -15,7 +15,6 @@ import pytest
 
 from consistency.evaluation import RunDirError, evaluate
 from consistency.forecasters import Forecaster, ForecasterSpecError, load_forecaster
-from consistency.forecasters.loading import forecaster_classes_in
 from consistency.models import Forecast, ForecastingQuestion
 
 CC = Path(sys.executable).parent / "cc"
@@ -161,6 +160,8 @@ def test_a_returned_number_or_mapping_out_of_range_is_said_the_same_way():
 
 
 def test_a_file_without_its_class_lists_the_forecasters_in_it_without_running_it(user_file, tmp_path):
+    from consistency.forecasters.loading import forecaster_classes_in
+
     assert forecaster_classes_in(user_file) == ["Blocking", "Percent", "Decorated"]
     for spec in ("mine.py", "mine.py::"):
         done = cc("evaluate", "-f", spec, "-n", "1", cwd=tmp_path)

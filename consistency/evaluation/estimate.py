@@ -193,18 +193,21 @@ def estimate_asks(forecaster: Forecaster, asks: Sequence[Ask], options: RunOptio
 def not_estimable(forecaster: Forecaster) -> str | None:
     """Why ``forecaster`` cannot be run against a recording client (None when it can): it, or a forecaster it
     delegates to, could call a model other than through the project's LLM client."""
+    from ..forecasters import BotForecaster
+
     cls = type(forecaster)
+    bot = isinstance(forecaster, BotForecaster)
     flag = cls.estimable
     if flag is None:
-        flag = (
-            cls.__module__.startswith("consistency.forecasters.") and cls.__module__ != "consistency.forecasters.bots"
-        )
+        flag = cls.__module__.startswith("consistency.forecasters.") and not bot
     if not flag:
-        what = "a forecasting-tools bot, whose calls go through litellm" if "bots" in cls.__module__ else "user code"
+        what = "a forecasting-tools bot, whose calls go through litellm" if bot else "user code"
+        hint = (
+            "" if bot else "; a class whose forecast calls models only through self.llm says so with estimable = True"
+        )
         return (
             f"cannot estimate {forecaster.label} without running it: {cls.__name__} is {what}, and running it "
-            "could call a model. A class whose forecast calls models only through self.llm can say so with "
-            "the class attribute estimable = True"
+            f"could call a model{hint}"
         )
     instantiator = getattr(forecaster, "instantiator", None)
     if instantiator is not None and not isinstance(instantiator, str):
