@@ -145,7 +145,7 @@ def estimate_resume(
         asks, _ = plan(
             load_benchmark(bench["tuples"], bench["checks"], bench["limit"], bench["seed"]), loaded.context_dependent
         )
-    done = {key for key, record in _journal(run.journal).items() if record.get("forecast") is not None}
+    done = _answered(run.journal)
     pending = [a for a in asks if a.key not in done]
     found = estimate_asks(loaded, pending, options)
     found.forecasts, found.answered = len(asks), len(asks) - len(pending)
@@ -219,16 +219,11 @@ def not_estimable(forecaster: Forecaster) -> str | None:
     return None
 
 
-def _journal(path: Path) -> dict[str, dict[str, Any]]:
-    from ..jsonl import parse_json
+def _answered(journal: Path) -> set[str]:
+    """Keys the run's journal holds a forecast for (read only: the run is not opened, locked or repaired)."""
+    from ..jsonl import iter_json_lines
 
-    records: dict[str, dict[str, Any]] = {}
-    if path.is_file():
-        for raw in path.read_bytes().splitlines():
-            try:
-                record = parse_json(raw)
-            except ValueError:
-                continue  # a torn last line: not answered
-            if isinstance(record, dict) and "key" in record:
-                records[record["key"]] = record
-    return records
+    if not journal.is_file():
+        return set()
+    latest = {obj["key"]: obj for _, obj in iter_json_lines(journal) if isinstance(obj, dict) and "key" in obj}
+    return {key for key, record in latest.items() if record.get("forecast") is not None}
