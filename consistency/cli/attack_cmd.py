@@ -24,7 +24,7 @@ def attack_cmd(
         list[str] | None, typer.Option("--forecaster-option", "-F", help="Forecaster option key=value (repeatable).")
     ] = None,
     budget: Annotated[
-        int, typer.Option("--budget", "-b", help="Most forecasts of the target the search spends (a hard cap).")
+        int, typer.Option("--budget", "-b", min=1, help="Most forecasts of the target the search spends (a hard cap).")
     ] = 200,
     checks: Annotated[
         str | None, typer.Option("--checks", "-c", help="Comma-separated checks to search over (default: all).")
@@ -61,11 +61,14 @@ def attack_cmd(
         ),
     ] = True,
     width: Annotated[int, typer.Option(min=1, help="Tuples evaluated per round.")] = 8,
-    seed: Annotated[int, typer.Option(help="Seed of the seed-tuple order and the baseline sample.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the seed-tuple order and the baseline sample.")] = 0,
     verify_threshold: Annotated[
-        int, typer.Option("--verify-threshold", help="Verifier score (0-10) a tuple with model-written text needs.")
+        int,
+        typer.Option(
+            "--verify-threshold", min=0, max=10, help="Verifier score (0-10) a tuple with model-written text needs."
+        ),
     ] = 6,
-    concurrency: Annotated[int, typer.Option(help="Questions forecast at once.")] = 16,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions forecast at once.")] = 16,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of the report.")] = False,
     *,
     llm_settings: LLMSettings,

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from .bounds import above
 from .console import err, escape, fmt, out, print_skipped
 from .exits import ExitCode
 
@@ -22,14 +23,19 @@ def diff(
             help="Exit 1 when B is significantly worse than A: overall at --level, or a check at --level / checks.",
         ),
     ] = False,
-    level: Annotated[float, typer.Option("--level", help="Significance level of the tests and the intervals.")] = 0.05,
+    level: Annotated[
+        float,
+        typer.Option(
+            "--level", min=0, max=1, callback=above(0, 1), help="Significance level of the tests and the intervals."
+        ),
+    ] = 0.05,
     test: Annotated[str, typer.Option("--test", help="Paired test deciding 'worse': wilcoxon or sign.")] = "wilcoxon",
     metric: Annotated[
         str, typer.Option("--metric", help="Violation compared: default (arbitrage), default_scaled or frequentist.")
     ] = "default",
     top: Annotated[int, typer.Option("--top", "-n", min=0, help="Tuples that changed most, shown with answers.")] = 5,
-    bootstrap: Annotated[int, typer.Option(help="Paired bootstrap resamples for the intervals.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    bootstrap: Annotated[int, typer.Option(min=1, help="Paired bootstrap resamples for the intervals.")] = 1000,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
 ) -> None:
     """Compare two runs on the tuples (or resolved questions) both scored: mean violation (or Brier score) of

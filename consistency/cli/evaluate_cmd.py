@@ -9,7 +9,18 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..evaluation import EvaluationResult, RunDir, RunDirError, RunOptions, Tally, evaluate, resume
+from ..evaluation import (
+    EvaluationResult,
+    RunDir,
+    RunDirError,
+    RunOptions,
+    Tally,
+    estimate,
+    estimate_questions,
+    estimate_resume,
+    evaluate,
+    resume,
+)
 from ..evaluation.ground_truth import evaluate_questions, resume_questions
 from ..evaluation.sessions import this_session
 from ..files import DetectionError
@@ -19,7 +30,9 @@ from ..llm import LLMSettings
 from ..llm.fatal import FatalError
 from ..llm.secrets import redact
 from ..metrics.forecast_files import ScoreParams
+from .bounds import positive
 from .console import err, escape, fmt, out, print_skipped
+from .cost_view import print_estimate, stopped_at_cap
 from .exits import ExitCode, interrupted_code, terminated
 from .llm_command import llm_settings_command
 from .score_cmd import render_table
@@ -101,8 +114,10 @@ def evaluate_cmd(
     checks: Annotated[
         str | None, typer.Option("--checks", "-c", help="Comma-separated checks to run, e.g. cond,neg (default: all).")
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="At most N tuples per check (sampled).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the --limit sample.")] = 0,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", min=1, help="At most N tuples per check (sampled).")
+    ] = None,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the --limit sample.")] = 0,
     questions: Annotated[
         Path | None,
         typer.Option("--questions", "-q", help="Resolved questions: score against outcomes (Brier, log score)."),
@@ -113,17 +128,25 @@ def evaluate_cmd(
     resume_dir: Annotated[
         Path | None, typer.Option("--resume", help="Finish an interrupted run directory without re-asking.")
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="Questions forecast at once.")] = 32,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions forecast at once.")] = 32,
     forecast_timeout: Annotated[
-        float, typer.Option("--forecast-timeout", help="Seconds per question before it is recorded as failed.")
+        float,
+        typer.Option(
+            "--forecast-timeout", min=0, callback=positive, help="Seconds per question before it is recorded as failed."
+        ),
     ] = 300.0,
-    epsilon: Annotated[float, typer.Option(help="Forecasts of exactly 0 or 1 become ε / 1-ε for arbitrage.")] = 1e-3,
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% interval of each mean.")] = 1000,
+    epsilon: Annotated[
+        float, typer.Option(min=0, max=0.5, help="Forecasts of exactly 0 or 1 become ε / 1-ε for arbitrage.")
+    ] = 1e-3,
+    bootstrap: Annotated[
+        int, typer.Option(min=0, help="Bootstrap resamples for the 95% interval of each mean (0: none).")
+    ] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
     fail_on_error: Annotated[
         float | None,
         typer.Option(
             "--fail-on-error",
+            min=0,
             help="Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0).",
         ),
     ] = None,
@@ -131,12 +154,30 @@ def evaluate_cmd(
         float | None,
         typer.Option(
             "--max-violation",
+            min=0,
             help="Exit 1 (after writing the run) when the mean arbitrage violation over checks is above this.",
         ),
     ] = None,
     check_level: Annotated[
         bool, typer.Option("--check-level", help="With --max-violation: hold every check to the limit, not the mean.")
     ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the model calls, prompt and completion tokens and dollars the run would cost; "
+            "call no model, write no run directory.",
+        ),
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost",
+            min=0,
+            help="Stop the run once its recorded spend reaches this many USD (status interrupted, exit 3); "
+            "resume with a higher --max-cost to go on.",
+        ),
+    ] = None,
     *,
     llm_settings: LLMSettings,
 ) -> None:
@@ -146,6 +187,7 @@ def evaluate_cmd(
         concurrency=concurrency,
         timeout=forecast_timeout,
         llm=llm_settings,
+        max_cost=max_cost,
         on_start=bar.start,
         on_record=bar.record,
         on_batch=bar.batch,
@@ -172,8 +214,36 @@ def evaluate_cmd(
             again = None  # a spec with a key in its URL was stored scrubbed: the user gives it again
             if redact(forecaster) != forecaster and redact(forecaster) == recorded.get("forecaster_spec"):
                 again = load_forecaster(forecaster, recorded.get("forecaster_options"))
+            if dry_run:
+                print_estimate(
+                    estimate_resume(resume_dir, forecaster=again, options=options), as_json, options.max_cost
+                )
+                return
             finish = resume_questions if recorded.get("kind") == "ground_truth" else resume
             result = finish(resume_dir, forecaster=again, options=options)
+        elif dry_run:
+            forecaster_options = _options(forecaster_option)
+            if questions is not None:
+                found = estimate_questions(
+                    forecaster,
+                    questions,
+                    limit=limit,
+                    seed=seed,
+                    forecaster_options=forecaster_options,
+                    options=options,
+                )
+            else:
+                found = estimate(
+                    forecaster,
+                    tuples=tuples,
+                    checks=[c for c in checks.split(",") if c.strip()] if checks else None,
+                    limit=limit,
+                    seed=seed,
+                    forecaster_options=forecaster_options,
+                    options=options,
+                )
+            print_estimate(found, as_json, max_cost)
+            return
         elif questions is not None:
             result = evaluate_questions(
                 forecaster,
@@ -222,6 +292,8 @@ def evaluate_cmd(
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from None
     bar.stop()
+    if result.meta.get("stopped"):
+        stopped_at_cap(result)
     _print(result, as_json)
     failed, total = len(result.failures), result.meta.get("questions", 0)
     if fail_on_error is not None and too_many_failures(failed, total, fail_on_error):
@@ -261,6 +333,7 @@ _TUNABLE = {
     "max_attempts": ("llm.max_attempts", "--max-attempts"),
     "no_cache": ("llm.cache", "--no-cache"),
     "cost_limit": ("llm.cost_limit", "--cost-limit"),
+    "max_cost": ("max_cost", "--max-cost"),
     "batch": ("llm.batch", "--batch"),
     "batch_fallback": ("llm.batch_fallback", "--batch-fallback"),
     "batch_poll": ("llm.batch_poll", "--batch-poll"),
@@ -356,7 +429,7 @@ def _resume_options(meta: dict[str, Any], options: RunOptions, given: dict[str, 
             )
     kept = options_of(meta)
     llm = kept.llm.model_dump()
-    run = {"concurrency": kept.concurrency, "timeout": kept.timeout}
+    run = {"concurrency": kept.concurrency, "timeout": kept.timeout, "max_cost": kept.max_cost}
     for name, (field, flag) in _TUNABLE.items():
         if name not in explicit:
             continue

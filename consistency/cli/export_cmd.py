@@ -18,7 +18,7 @@ def inspect_log(
     run: Annotated[Path, typer.Argument(help="A run directory (or any directory of <Checker>.jsonl forecast files).")],
     output: Annotated[Path, typer.Option("--out", "-o", help="The log to write: LOG.eval or LOG.json.")],
     epsilon: Annotated[
-        float, typer.Option(help="Forecasts of exactly 0 or 1 are moved to ε / 1-ε for arbitrage.")
+        float, typer.Option(min=0, max=0.5, help="Forecasts of exactly 0 or 1 are moved to ε / 1-ε for arbitrage.")
     ] = 1e-3,
 ) -> None:
     """Write RUN's forecasts as an inspect log of task consistency/all, scored as the inspect task scores."""

@@ -89,26 +89,30 @@ def generate_cmd(
     ],
     questions: Annotated[Path, typer.Option("--questions", "-q", help="Base questions (JSONL, one per line).")],
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for <Checker>.jsonl and rejects/.")],
-    n: Annotated[int, typer.Option("-n", help="Tuples wanted per check (those already in the file count).")] = 50,
+    n: Annotated[
+        int, typer.Option("-n", min=1, help="Tuples wanted per check (those already in the file count).")
+    ] = 50,
     instantiator: Annotated[
         InstantiatorChoice, typer.Option(help="llm writes fields with the model; template is exact and model-free.")
     ] = InstantiatorChoice.auto,
     verify: Annotated[
         bool | None, typer.Option("--verify/--no-verify", help="Have a model verify each tuple (default: with llm).")
     ] = None,
-    threshold: Annotated[int, typer.Option(help="Verifier score (0-10) a tuple needs to be kept.")] = 6,
+    threshold: Annotated[int, typer.Option(min=0, max=10, help="Verifier score (0-10) a tuple needs to be kept.")] = 6,
     verifier_model: Annotated[
         str | None, typer.Option("--verifier-model", help="Model for verification and relevance (default: --model).")
     ] = None,
     relevance: Annotated[
         RelevanceChoice, typer.Option(help="How multi-question bases are ranked (auto: llm with the llm instantiator).")
     ] = RelevanceChoice.auto,
-    candidates: Annotated[int, typer.Option(help="Base assignments sampled for multi-question checks.")] = 2000,
+    candidates: Annotated[int, typer.Option(min=1, help="Base assignments sampled for multi-question checks.")] = 2000,
     prefilter: Annotated[
-        int | None, typer.Option(help="Kept by embedding similarity before the model scores (default 3 x (top or n)).")
+        int | None,
+        typer.Option(min=0, help="Kept by embedding similarity before the model scores (default 3 x (top or n))."),
     ] = None,
     top: Annotated[
-        int | None, typer.Option(help="Best-ranked candidates used (default: down the ranking until n are kept).")
+        int | None,
+        typer.Option(min=1, help="Best-ranked candidates used (default: down the ranking until n are kept)."),
     ] = None,
     embeddings: Annotated[
         str, typer.Option(help="auto, lexical, minilm, or an embeddings model spec (openai/text-embedding-3-small).")
@@ -116,7 +120,7 @@ def generate_cmd(
     around: Annotated[
         str | None, typer.Option(help="Id of a question in --questions that every tuple must contain (appendix J).")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the candidate sampling.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the candidate sampling.")] = 0,
     *,
     llm_args: LLMArgs,
 ) -> None:

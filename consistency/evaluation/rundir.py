@@ -101,7 +101,7 @@ class RunDir:
         self.acquire()
         if self.run_file.exists():
             self.release()
-            raise RunDirError(f"{self.path} already holds a run; finish it with --resume {self.path}")
+            raise RunDirError(self._taken())
         if any(p.name != LOCK_FILE for p in self.path.iterdir()):
             self.release()
             raise RunDirError(f"{self.path} exists and is not empty; choose another --out")
@@ -113,6 +113,24 @@ class RunDir:
             **meta,
         }
         write_json(self.run_file, meta)
+
+    def _taken(self) -> str:
+        """Why a new run cannot go into this directory, and what to do instead: a complete run is done (its
+        results can be scored again or drawn), any other is finished with ``--resume``."""
+        try:
+            meta = self.read()
+        except RunDirError:
+            meta = {}
+        p = self.path
+        if meta.get("status") != "complete":
+            return f"{p} already holds a run ({meta.get('status', 'unreadable')}); finish it with --resume {p}"
+        failed = meta.get("failed_questions") or 0
+        retry = f"; ask its {failed} failed question(s) again with cc evaluate --resume {p}" if failed else ""
+        again = "" if meta.get("kind") == "ground_truth" else f"score it again with cc score {p}, "
+        return (
+            f"{p} already holds a complete run (ended {meta.get('ended', '?')}){retry}; {again}draw it with "
+            f"cc report {p}, or give another --out for a new run"
+        )
 
     def read(self) -> dict[str, Any]:
         if not self.run_file.is_file():

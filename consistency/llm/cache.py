@@ -148,6 +148,21 @@ class ResponseCache:
         self.hits += 1
         return json.loads(row[0])
 
+    def recent(self, model: str, limit: int = 2000) -> list[dict[str, Any]]:
+        """The latest ``limit`` answers stored for ``model`` (an endpoint identity), newest first: what a cost
+        estimate learns a model's typical answer length from. Never counted as hits or misses."""
+
+        def read() -> Any:
+            return (
+                self._connect()
+                .execute("SELECT value FROM responses WHERE model = ? ORDER BY created DESC LIMIT ?", (model, limit))
+                .fetchall()
+            )
+
+        with self._lock:
+            rows = self._tolerant(read, "read") or []
+        return [json.loads(row[0]) for row in rows]
+
     def put(self, key: str, model: str, value: dict[str, Any]) -> None:
         row = (key, model, json.dumps(value, ensure_ascii=False), time.time())
         try:
