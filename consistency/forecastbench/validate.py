@@ -177,6 +177,6 @@ def _coverage(out: Validation, questions: set[RowKey], index: dict[RowKey, int])
         n, m = out.coverage.rows[part], out.coverage.missing[part]
         label = {"overall": "questions", "market": "market questions", "dataset": "dataset questions (per date)"}[part]
         out.findings.append(
-            Finding("excludes", "file", f"{m} of {n} {label} ({100 * m / n:.1f}%) have no forecast; "
-                    f"ForecastBench imputes 0.5 and leaves a file with more than 5% imputed off the leaderboard")
+            Finding("excludes", "file", f"{m} of {n} {label} ({100 * m / n:.1f}%) have no forecast "
+                    "(ForecastBench imputes 0.5 and ranks no file with more than 5% imputed)")
         )  # fmt: skip
