@@ -107,7 +107,7 @@ def all_checks() -> list[Check]:
 def check_for_fields(fields: Iterable[str]) -> Check | None:
     """The registered check whose field names are exactly ``fields`` (ignoring ``metadata``)."""
     wanted = set(fields) - {"metadata"}
-    for check in _CHECKS.values():
+    for check in dict.fromkeys(_NAMES.values()):  # unlisted checks too (COMBINATION), in registration order
         if set(check.field_names) == wanted:
             return check
     return None
