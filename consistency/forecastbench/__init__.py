@@ -25,7 +25,7 @@ _WHERE = {
     "Imported": "reader",
     "import_set": "reader",
     "Validation": "validate",
-    "validate": "validate",
+    "validate_forecast_set": "validate",
     "combination_lines": "combination",
 }
 

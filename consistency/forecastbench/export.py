@@ -4,7 +4,7 @@ One file per question set (due date): the required fields, one row per market qu
 dataset question and resolution date (ForecastBench's row identity, read back from our question ids),
 ``direction`` on combination rows, probabilities as forecast, named
 ``<due>.<organization>.<model in lower case, spaces as hyphens>.json`` as ForecastBench names files.
-Before anything is written the set goes through :func:`.validate.validate` against the question set:
+Before anything is written the set goes through :func:`.validate.validate_forecast_set` against the question set:
 a row it would drop, a question missing from the set, or more than 5% of the set's questions
 without a forecast (which keeps the file off the leaderboard) is a reason to refuse.
 """
@@ -21,7 +21,7 @@ from ..models import ForecastingQuestion
 from .forecasts import Forecasts
 from .formats import ForecastBenchError
 from .keys import RowKey, key_of
-from .validate import Validation, validate
+from .validate import Validation, validate_forecast_set
 
 
 @dataclass
@@ -125,6 +125,6 @@ def submissions(
             )
         if forecasts.failed:
             notes.append(f"{forecasts.failed} ForecastBench questions the run failed to forecast")
-        verdict = validate(document, set(qset.keys))
+        verdict = validate_forecast_set(document, set(qset.keys))
         out.append(Submission(due, file_name(due, organization, model), document, verdict, notes))
     return out

@@ -4,7 +4,7 @@ A run directory of ``cc evaluate`` (on imported questions or on tuples built fro
 forecast in its journal, ``forecasts.jsonl``; a directory of ``<Checker>.jsonl`` forecast lines holds
 them in its lines. Either way a question's id says which ForecastBench row it is (:func:`.keys.key_of`);
 questions of other origins (a tuple's derived questions) are counted and left aside. A forecast set
-is read by ForecastBench's own rules (:func:`.validate.validate`): what they drop is dropped here too.
+is read by ForecastBench's own rules (:func:`.validate.validate_forecast_set`): what they drop is dropped here too.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..files import check_from_name
 from ..jsonl import LineError, iter_json_lines
 from .formats import ForecastBenchError, load_document
 from .keys import RowKey, key_of
-from .validate import Finding, validate
+from .validate import Finding, validate_forecast_set
 
 
 @dataclass
@@ -100,7 +100,7 @@ def read_run(directory: str | Path, name: str | None = None) -> Forecasts:
 
 def read_forecast_set(doc: dict[str, Any], file: str, questions: set[RowKey] | None = None) -> Forecasts:
     """A forecast set as ForecastBench would keep it; a file it rejects comes back ``rejected``."""
-    verdict = validate(doc, questions)
+    verdict = validate_forecast_set(doc, questions)
     org, model = doc.get("organization"), doc.get("model")
     name = f"{org} {model}" if org and model else Path(file).stem
     out = Forecasts(str(name), file, findings=verdict.findings, rejected=verdict.rejected)

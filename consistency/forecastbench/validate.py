@@ -120,7 +120,7 @@ def _row(i: int, row: Any, due: str, allowed: set[str]) -> RowKey | Finding:
     return RowKey(due, source, ids, day, direction)
 
 
-def validate(doc: Any, questions: set[RowKey] | None = None) -> Validation:
+def validate_forecast_set(doc: Any, questions: set[RowKey] | None = None) -> Validation:
     """Check a forecast set as ForecastBench would; with ``questions`` (the set's row keys), also its coverage."""
     out = Validation()
     if not isinstance(doc, dict):
