@@ -11,11 +11,13 @@ form per replicate. With the forecasters fitted (F of them, a handful) and
 
 the forecaster effects solve M α = r (with Σα = 0: M's null space is the constant vector on a
 connected panel, and r sums to 0), γ_j = b̄_j − mean of α over j's fitted forecasters, and every
-forecaster's rescaled score is Σ_j w_j (b_ij − γ_j) / Σ_j w_j + Σ_j w_j γ_j / Σ_j w_j over its rows
-and over all questions. M depends on the weights only through the total weight of each pattern of
-fitted forecasters, so it is a sum of a few fixed matrices. With unit weights this is exactly the
-fit of :func:`consistency.accuracy.difficulty.difficulty_adjusted_brier` (tested against it), which
-gives the point estimates; this module exists for the thousands of weighted refits.
+forecaster's rescaled score is Σ_j w_j (b_ij − γ_j) / Σ_j w_j over its rows plus Σ_j w_j γ_j / Σ_j w_j
+over all questions. Everything that involves α depends on the questions only through which
+forecasters answered them (a question's *pattern*; one per round once ForecastBench's imputation has
+filled the rounds), so a replicate costs one product of its weights with a few columns per question
+and small per-pattern sums. With unit weights this is exactly the fit of
+:func:`consistency.accuracy.difficulty.difficulty_adjusted_brier` (tested against it), which gives
+the point estimates; this module exists for the thousands of weighted refits.
 """
 
 from __future__ import annotations
@@ -38,16 +40,20 @@ def weight_blocks(groups: np.ndarray, replicates: int, rng: np.random.Generator)
     order = np.argsort(groups, kind="stable")
     _, start, size = np.unique(groups[order], return_index=True, return_counts=True)
     slot_group = np.repeat(np.arange(len(size)), size)  # group of each slot, in sorted order
+    # 32-bit draws and indices halve the work; a block's cells stay far below 2**31.
+    slot_start, slot_size = start[slot_group].astype(np.int32), size[slot_group].astype(np.float32)
+    last, order = (size[slot_group] - 1).astype(np.int32), order.astype(np.int32)
     n = len(groups)
     per_block = max(1, min(replicates, _BLOCK // max(n, 1)))
     done = 0
     while done < replicates:
         r = min(per_block, replicates - done)
-        pick = start[slot_group] + (rng.random((r, n)) * size[slot_group]).astype(np.int64)
-        pick = np.minimum(pick, start[slot_group] + size[slot_group] - 1)
-        chosen = order[pick]  # question index drawn into each slot
-        flat = chosen + (np.arange(r)[:, None] * n)
-        yield np.bincount(flat.ravel(), minlength=r * n).reshape(r, n).astype(float)
+        pick = (rng.random((r, n), dtype=np.float32) * slot_size).astype(np.int32)
+        np.minimum(pick, last, out=pick)  # float32 rounding up to the size itself
+        pick += slot_start
+        chosen = order[pick]  # the question drawn into each slot
+        chosen += np.arange(r, dtype=np.int32)[:, None] * np.int32(n)
+        yield np.bincount(chosen.ravel(), minlength=r * n).reshape(r, n).astype(float)
         done += r
 
 
@@ -66,33 +72,51 @@ def weighted_scores(
     the weighted mean of γ): a published fixed-effects file.
     """
     observed = np.isfinite(brier)
-    b0 = np.where(observed, brier, 0.0)
     obs = observed.astype(float)
+    b0 = np.where(observed, brier, 0.0)
+    patterns, which = _patterns(observed)
+    onehot = np.zeros((len(which), len(patterns)))
+    onehot[np.arange(len(which)), which.ravel()] = 1.0
+    pw = weights @ onehot  # (R, P): the weight of each pattern
+    total = pw.sum(axis=1)
+    count = pw @ patterns.astype(float)  # (R, F): Σ_j w_j 1_ij
     with np.errstate(invalid="ignore", divide="ignore"):
-        if gamma is None:
-            g = _fitted_gamma(b0, observed[:, fitted], weights, fitted)
+        if gamma is not None:
+            g = np.asarray(gamma, dtype=float)
+            sums = weights @ np.column_stack([b0, g[:, None] * obs, g])
+            f = brier.shape[1]
+            wg_obs, wg = sums[:, f : 2 * f], sums[:, 2 * f]
         else:
-            g = np.broadcast_to(np.asarray(gamma, dtype=float), weights.shape)
-        wg = weights * g
-        total = weights.sum(axis=1)
-        offset = wg.sum(axis=1) / total if shift is None else np.full(len(weights), float(shift))
-        return (weights @ b0 - wg @ obs) / (weights @ obs) + offset[:, None]
+            wg_obs, wg = _fitted_sums(b0, observed, fitted, weights, patterns, pw)
+            sums = weights @ b0
+        wb = sums[:, : brier.shape[1]]
+        offset = wg / total if shift is None else np.full(len(weights), float(shift))
+        return (wb - wg_obs) / count + offset[:, None]
 
 
-def _fitted_gamma(b0: np.ndarray, af: np.ndarray, weights: np.ndarray, fitted: np.ndarray) -> np.ndarray:
-    """γ per replicate and question (R, Q) from the weighted fit on the fitted forecasters' rows."""
-    bf = b0[:, fitted]
-    count = af.sum(axis=1).astype(float)
-    count[count == 0] = 1.0  # questions without fitted rows are refused before this point
-    bbar = bf.sum(axis=1) / count
-    centred = np.where(af, bf - bbar[:, None], 0.0)
-    rhs = weights @ centred  # (R, Ff)
-    patterns, which = np.unique(af, axis=0, return_inverse=True)
-    which = which.ravel()
-    k = len(patterns)
-    pattern_weight = np.stack([weights[:, which == p].sum(axis=1) for p in range(k)], axis=1)  # (R, P)
-    pf = patterns.astype(float)
-    blocks = np.stack([np.diag(p) - np.outer(p, p) / max(p.sum(), 1.0) for p in pf])  # (P, Ff, Ff)
-    m = np.einsum("rp,pab->rab", pattern_weight, blocks) + 1.0 / af.shape[1]
-    alpha = np.linalg.solve(m, rhs[..., None])[..., 0]
-    return bbar[None, :] - (alpha @ af.T.astype(float)) / count[None, :]
+def _patterns(observed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a boolean matrix and each row's index among them (rows packed into integers)."""
+    if observed.shape[1] > 62:
+        return np.unique(observed, axis=0, return_inverse=True)
+    codes = observed.astype(np.int64) @ (np.int64(1) << np.arange(observed.shape[1], dtype=np.int64))
+    _, first, which = np.unique(codes, return_index=True, return_inverse=True)
+    return observed[first], which
+
+
+def _fitted_sums(b0, observed, fitted, weights, patterns, pw):
+    """Σ_j w_j γ_j 1_ij (R, F) and Σ_j w_j γ_j (R) for the weighted fit on the fitted forecasters' rows."""
+    af = observed[:, fitted]
+    c = np.maximum(af.sum(axis=1), 1).astype(float)  # questions without fitted rows are refused before this
+    bbar = b0[:, fitted].sum(axis=1) / c
+    centred = np.where(af, b0[:, fitted] - bbar[:, None], 0.0)
+    k = af.shape[1]
+    sums = weights @ np.column_stack([centred, bbar[:, None] * observed, bbar])
+    rhs, w_bbar_obs, w_bbar = sums[:, :k], sums[:, k:-1], sums[:, -1]
+    fp = patterns[:, fitted].astype(float)  # (P, Ff)
+    cp = np.maximum(fp.sum(axis=1), 1.0)
+    blocks = np.stack([np.diag(p) - np.outer(p, p) / n for p, n in zip(fp, cp, strict=True)])  # (P, Ff, Ff)
+    m = np.einsum("rp,pab->rab", pw, blocks) + 1.0 / k
+    alpha = np.linalg.solve(m, rhs[..., None])[..., 0]  # (R, Ff)
+    mean_alpha = (alpha @ fp.T) / cp  # (R, P): mean α over each pattern's fitted forecasters
+    per_pattern = pw * mean_alpha  # Σ_{j in p} w_j ᾱ_j
+    return w_bbar_obs - per_pattern @ patterns.astype(float), w_bbar - per_pattern.sum(axis=1)

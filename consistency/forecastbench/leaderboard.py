@@ -115,7 +115,7 @@ def _participants(
             if due not in rounds:
                 notes.append(f"{name}: forecasts for {due}, a round the questions carry no resolutions for")
             elif due in use:
-                why = use[due].over_cutoff(set(f.probs))
+                why = use[due].over_cutoff(f.probs)
                 if why:
                     notes.append(f"{name}: its round {due} is left off the leaderboard: {why}")
                 else:

@@ -11,7 +11,7 @@ resolved dataset rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -51,14 +51,14 @@ class Round:
             return f"{counts['dataset']} resolved dataset rows (ForecastBench needs {MIN_DATASET})"
         return None
 
-    def imputed(self, have: set[RowKey]) -> dict[str, tuple[int, int]]:
+    def imputed(self, have: Container[RowKey]) -> dict[str, tuple[int, int]]:
         """(missing, rows) overall, among market rows and among resolved dataset rows."""
         markets = [k for k in self.rows if k.market]
         datasets = [k for k, y in self.rows.items() if not k.market and y is not None]
         parts = {"overall": list(self.rows), "market": markets, "dataset": datasets}
         return {p: (sum(k not in have for k in keys), len(keys)) for p, keys in parts.items()}
 
-    def over_cutoff(self, have: set[RowKey]) -> str | None:
+    def over_cutoff(self, have: Container[RowKey]) -> str | None:
         """The reason ForecastBench would leave this forecaster's file for the round off the board."""
         for part, (missing, n) in self.imputed(have).items():
             if n and missing / n > IMPUTED_CUTOFF:

@@ -28,8 +28,10 @@ import numpy as np
 
 from .formats import DATASET_SOURCES, HORIZONS, MARKET_SOURCES, is_market
 
-_THINGS = ("the river port", "the northern grid", "the city council", "the harbour index", "the wheat harvest",
-           "the metro line", "the regional bank", "the solar auction", "the coastal survey", "the tram strike")  # fmt: skip
+_THINGS = (
+    "the river port", "the northern grid", "the city council", "the harbour index", "the wheat harvest",
+    "the metro line", "the regional bank", "the solar auction", "the coastal survey", "the tram strike",
+)  # fmt: skip
 _EVENTS = ("announce a merger", "miss its target", "publish the report", "hold a referendum", "reach a record",
            "change its chair", "open the new terminal", "settle the dispute")  # fmt: skip
 _SERIES = {"acled": "reported protest events in {place}", "dbnomics": "the daily mean temperature at {place}",
@@ -158,7 +160,7 @@ def _combinations(questions: list[dict], rows: list[dict], per_source: int, rng:
             parts = [{**a, "resolution_dates": "N/A"}, {**b, "resolution_dates": "N/A"}]
             out.append({
                 "id": [a["id"], b["id"]], "source": source, "combination_of": parts,
-                "question": "Two questions follow: give the probability of each of the four ways they can resolve together.",
+                "question": "Two questions follow: give the probability of each way they can resolve together.",
                 "resolution_criteria": "N/A", "background": "N/A", "market_info_open_datetime": "N/A",
                 "market_info_close_datetime": "N/A", "market_info_resolution_criteria": "N/A", "url": "N/A",
                 "freeze_datetime": a["freeze_datetime"], "freeze_datetime_value": "N/A",
@@ -212,8 +214,10 @@ def write_round(rnd: Round, root: str | Path) -> tuple[Path, Path]:
 
 # ---------------------------------------------------------------------------------------------- the sample
 
-SAMPLE_SHAPE = Shape({"manifold": 3, "metaculus": 3, "polymarket": 2, "infer": 2}, {"acled": 1, "fred": 1, "yfinance": 1},
-                     market_rows=0.9, market_resolved=0.7, combinations=1)  # fmt: skip
+SAMPLE_SHAPE = Shape(
+    {"manifold": 3, "metaculus": 3, "polymarket": 2, "infer": 2}, {"acled": 1, "fred": 1, "yfinance": 1},
+    market_rows=0.9, market_resolved=0.7, combinations=1,
+)  # fmt: skip
 SAMPLE_ROUNDS = (date(2026, 3, 1), date(2026, 11, 15))  # an older round (with combinations) and the latest
 SAMPLE_AS_OF = date(2026, 11, 20)
 
