@@ -102,7 +102,7 @@ def test_an_incomplete_run_is_refused_with_the_reason_unless_forced(trip):
     assert runs["partial"].returncode == 0, runs["partial"].stderr
     r = cc("export", "forecastbench", "partial", "--organization", "Lab", "--model", "Bot", "-o", "out", cwd=tmp)
     assert r.returncode == 1
-    assert "have no forecast (ForecastBench imputes 0.5 and ranks no file with more than 5% imputed)" in r.stderr
+    assert "have no forecast; ForecastBench imputes 0.5 for them (more than 5% imputed: off the leaderboard)" in r.stderr
     assert f"refused {ROUND}.Lab.bot.json" in r.stderr and not (tmp / "out").exists()
     forced = cc("export", "forecastbench", "partial", "--organization", "Lab", "--model", "Bot", "-o", "out", "--force",
                 cwd=tmp)  # fmt: skip

@@ -99,7 +99,7 @@ def test_too_many_missing_forecasts_keep_the_file_off_the_leaderboard(case, drop
     assert verdict.coverage.over() == parts
     assert len([f for f in found if f[0] == "excludes"]) == len(parts)
     if parts:
-        assert "have no forecast (ForecastBench imputes 0.5" in found[0][2]
+        assert "have no forecast; ForecastBench imputes 0.5 for them" in found[0][2]
 
 
 @pytest.mark.parametrize(

@@ -82,13 +82,18 @@ def _table(board, bootstrap: int) -> None:
     grid = Table(
         title="ForecastBench leaderboard (Brier Index: 100 perfect, 50 always 0.5; higher is better)",
         caption=f"rounds {', '.join(board.rounds)}; difficulty: {scale}; "
-        + (f"95% intervals from {bootstrap} question-bootstrap replicates" if bootstrap else "no intervals"),
+        + (f"95% intervals from {bootstrap} question-bootstrap replicates" if bootstrap else "no intervals")
+        + "; Brier D/M/O: ForecastBench's Brier Dataset/Market/Overall (--json: its column names)",
         caption_justify="left",
     )
-    columns = ["Rank", "Model", "Dataset", "N dataset", "Dataset 95% CI", "Market", "N market", "Market 95% CI",
-               "Overall", "N", "Overall 95% CI", "Brier Dataset", "Brier Market", "Brier Overall"]  # fmt: skip
+    # ForecastBench's columns, under short headers so that the table fits a terminal.
+    columns = ["Rank", "Model", "Dataset", "N", "95% CI", "Market", "N", "95% CI", "Overall", "N", "95% CI",
+               "Brier D", "Brier M", "Brier O"]  # fmt: skip
     for col in columns:
-        grid.add_column(col, justify="left" if col == "Model" else "right")
+        if col == "Model":
+            grid.add_column(col, justify="left", no_wrap=True, overflow="fold")
+        else:
+            grid.add_column(col, justify="right", no_wrap=True)
     for s in board.standings:
         grid.add_row(
             str(s.rank), escape(s.forecaster),

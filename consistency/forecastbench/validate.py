@@ -34,8 +34,8 @@ class Finding:
     reason: str
 
     def __str__(self) -> str:
-        verb = {"rejects": "rejects the file", "drops": "row dropped", "excludes": "off the leaderboard",
-                "ignored": "never scored"}[self.severity]  # fmt: skip
+        verb = {"rejects": "rejects the file", "drops": "row dropped", "ignored": "never scored",
+                "excludes": "more than 5% imputed: off the leaderboard"}[self.severity]  # fmt: skip
         return f"{self.where}: {self.reason} ({verb})"
 
 
@@ -177,6 +177,6 @@ def _coverage(out: Validation, questions: set[RowKey], index: dict[RowKey, int])
         n, m = out.coverage.rows[part], out.coverage.missing[part]
         label = {"overall": "questions", "market": "market questions", "dataset": "dataset questions (per date)"}[part]
         out.findings.append(
-            Finding("excludes", "file", f"{m} of {n} {label} ({100 * m / n:.1f}%) have no forecast "
-                    "(ForecastBench imputes 0.5 and ranks no file with more than 5% imputed)")
+            Finding("excludes", "file", f"{m} of {n} {label} ({100 * m / n:.1f}%) have no forecast; "
+                    "ForecastBench imputes 0.5 for them")
         )  # fmt: skip
