@@ -232,27 +232,38 @@ def _header(doc: dict[str, Any], file: str) -> str:
     return due
 
 
+def _entries(entries: Any, model: type[BaseModel], file: str, key: str, check) -> tuple[list, list[Problem]]:
+    """Validate each entry with ``model``, then ``check(i, item)`` (a reason, or None to keep it)."""
+    kept, problems = [], []
+    for i, entry in enumerate(entries or []):
+        try:
+            item = model.model_validate(entry)
+            reason = check(i, item)
+        except ValidationError as exc:
+            reason = _one_line(exc)
+        if reason is None:
+            kept.append(item)
+        else:
+            problems.append(Problem(file, _label(entry, i, key), reason))
+    return kept, problems
+
+
 def question_set(doc: dict[str, Any], file: str) -> QuestionSet:
     """Parse a question set; entries that fail are problems, the rest are kept."""
     due = _header(doc, file)
     name = doc.get("question_set") if isinstance(doc.get("question_set"), str) else Path(file).name
-    kept, problems = [], []
     seen: dict[tuple[str, str], int] = {}
-    for i, entry in enumerate(doc.get("questions") or []):
-        try:
-            q = SetQuestion.model_validate(entry)
-        except ValidationError as exc:
-            problems.append(Problem(file, _label(entry, i, "questions"), _one_line(exc)))
-            continue
+
+    def check(i: int, q: SetQuestion) -> str | None:
         reason = _question_problem(q, due)
         key = (str(q.id), q.source)
         if reason is None and key in seen:
-            reason = f"repeats questions[{seen[key]}] (same id and source)"
-        if reason is not None:
-            problems.append(Problem(file, _label(entry, i, "questions"), reason))
-            continue
-        seen[key] = i
-        kept.append(q)
+            return f"repeats questions[{seen[key]}] (same id and source)"
+        if reason is None:
+            seen[key] = i
+        return reason
+
+    kept, problems = _entries(doc.get("questions"), SetQuestion, file, "questions", check)
     return QuestionSet(file, due, name, kept, problems)
 
 
@@ -273,29 +284,19 @@ def _question_problem(q: SetQuestion, due: str) -> str | None:
     return None
 
 
+def _row_problem(_: int, row: ResolutionRow) -> str | None:
+    if row.resolved and row.resolved_to not in (0.0, 1.0):
+        return f"resolved, but to {row.resolved_to} (not 0 or 1)"
+    if isinstance(row.id, list) and row.direction is None:
+        return "a combination row (two ids) needs a direction"
+    if not isinstance(row.id, list) and row.direction is not None:
+        return "direction on a single question"
+    return None
+
+
 def resolution_set(doc: dict[str, Any], file: str) -> ResolutionSet:
     """Parse a resolution set; rows that fail are problems, the rest are kept."""
     due = _header(doc, file)
     name = doc.get("question_set") if isinstance(doc.get("question_set"), str) else ""
-    kept, problems = [], []
-    for i, entry in enumerate(doc.get("resolutions") or []):
-        try:
-            row = ResolutionRow.model_validate(entry)
-        except ValidationError as exc:
-            problems.append(Problem(file, _label(entry, i, "resolutions"), _one_line(exc)))
-            continue
-        if row.resolved and row.resolved_to not in (0.0, 1.0):
-            problems.append(
-                Problem(file, _label(entry, i, "resolutions"), f"resolved, but to {row.resolved_to} (not 0 or 1)")
-            )
-            continue
-        if isinstance(row.id, list) != (row.direction is not None):
-            why = (
-                "a combination row (two ids) needs a direction"
-                if isinstance(row.id, list)
-                else "direction on a single question"
-            )
-            problems.append(Problem(file, _label(entry, i, "resolutions"), why))
-            continue
-        kept.append(row)
+    kept, problems = _entries(doc.get("resolutions"), ResolutionRow, file, "resolutions", _row_problem)
     return ResolutionSet(file, due, name, kept, problems)
