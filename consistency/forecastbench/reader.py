@@ -93,9 +93,10 @@ def _body(q: SetQuestion, rest: str, due: str, day: str | None, freeze_values: b
         when = _text(q.freeze_datetime)[:10]
         what = "Market value" if is_market(q.source) else "Latest value"
         value_line = f"{what} on {when}: {q.freeze_datetime_value}. {fill(q.freeze_datetime_value_explanation)}".strip()
+    # The criteria lead, unlabelled: forecasters are shown the body as "resolution criteria and details".
     return join_body(
+        ("", fill(q.resolution_criteria)),
         ("", rest),
-        ("Resolution criteria", fill(q.resolution_criteria)),
         ("Market's resolution criteria", fill(q.market_info_resolution_criteria)),
         ("Background", fill(q.background)),
         ("About the source", fill(q.source_intro)),
