@@ -85,15 +85,9 @@ def main() -> None:
         clock = _Clock()
         questions = load([str(root / "datasets")]).imported.questions
         t_import = clock.lap()
-        by_name: dict[str, object] = {}
-        for path in files:  # one forecaster's rounds are one entry, as ForecastBench groups them by model
-            f = read_forecasts(path)
-            if f.name in by_name:
-                by_name[f.name].probs.update(f.probs)  # type: ignore[attr-defined]
-            else:
-                by_name[f.name] = f
+        forecasts = [read_forecasts(path) for path in files]  # a model's rounds are one forecaster on the board
         t_forecasts = clock.lap()
-        board = leaderboard(questions, list(by_name.values()), bootstrap=replicates, today=as_of)  # type: ignore[arg-type]
+        board = leaderboard(questions, forecasts, bootstrap=replicates, today=as_of)
         t_board = clock.lap()
     scored = sum(s.overall.n for s in board.standings)
     total = tuple(a + b + c for a, b, c in zip(t_import, t_forecasts, t_board, strict=True))

@@ -189,3 +189,17 @@ def test_a_fixed_effects_file_of_two_leaderboards_is_refused(tmp_path):
     )
     with pytest.raises(ForecastBenchError, match="several leaderboards"):
         read_fixed_effects(path)
+
+
+def test_one_model_files_of_several_rounds_are_one_forecaster(rounds):
+    made, questions = rounds
+    first, second = (_forecasters(r, [("m", 0.5)])[0] for r in made[:2])
+    whole = Forecasts("m", "both", {**first.probs, **second.probs})
+    apart = leaderboard(questions, [first, second], bootstrap=0)
+    together = leaderboard(questions, [whole], bootstrap=0)
+    rows = {s.forecaster: s for s in apart.standings}
+    assert set(rows) == {"m", *BASELINES}
+    assert rows["m"] == {s.forecaster: s for s in together.standings}["m"]
+    twin = Forecasts("m", "elsewhere", dict(first.probs))
+    named = {s.forecaster for s in leaderboard(questions, [first, twin], bootstrap=0).standings}
+    assert {"m", "m (elsewhere)"} <= named

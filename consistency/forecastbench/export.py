@@ -78,7 +78,10 @@ def question_sets(questions: Iterable[ForecastingQuestion]) -> dict[str, Questio
     return {due: QuestionSetRows(due, names[due], frozenset(k)) for due, k in sorted(keys.items())}
 
 
-def _row(key: RowKey, prob: float, reasoning: str | None) -> dict[str, Any]:
+_ABSENT = object()
+
+
+def _row(key: RowKey, prob: float, reasoning: Any = _ABSENT) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": key.fb_id,
         "source": key.source,
@@ -86,8 +89,8 @@ def _row(key: RowKey, prob: float, reasoning: str | None) -> dict[str, Any]:
         "resolution_date": key.resolution_date,
         "direction": list(key.direction) if key.direction else None,
     }
-    if reasoning is not None:
-        row["reasoning"] = reasoning
+    if reasoning is not _ABSENT:
+        row["reasoning"] = reasoning  # null where the forecaster gave none
     return row
 
 
@@ -110,7 +113,8 @@ def submissions(
             )
         qset = sets[due]
         keys = sorted(k for k in forecasts.probs if k.due == due)
-        rows = [_row(k, forecasts.probs[k], forecasts.reasoning.get(k, "") if reasoning else None) for k in keys]
+        rows = [_row(k, forecasts.probs[k], forecasts.reasoning.get(k)) if reasoning else _row(k, forecasts.probs[k])
+                for k in keys]  # fmt: skip
         document = {
             "organization": organization,
             "model": model,

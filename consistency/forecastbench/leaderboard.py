@@ -99,13 +99,29 @@ class _Entry:
     baseline: bool
 
 
+def _by_forecaster(forecasts: Sequence[Forecasts]) -> list[tuple[str, Forecasts]]:
+    """One entry per forecaster: ForecastBench files of one model for different rounds are one forecaster
+    (its leaderboard groups by organization and model); inputs that share a name on a round are told
+    apart by where they came from."""
+    merged: dict[str, Forecasts] = {}
+    out = []
+    for f in forecasts:
+        same = merged.get(f.name)
+        if same is not None and not f.rejected and not same.rejected and not (same.dues & f.dues):
+            same.probs.update(f.probs)
+            continue
+        name = f.name if same is None else f"{f.name} ({f.origin})"
+        copy = Forecasts(name, f.origin, dict(f.probs), findings=f.findings, rejected=f.rejected)
+        merged.setdefault(f.name, copy)
+        out.append((name, copy))
+    return out
+
+
 def _participants(
     forecasts: Sequence[Forecasts], rounds: dict[str, Round], use: dict[str, Round], notes: list[str]
 ) -> list[_Entry]:
-    entries, names = [], set()
-    for f in forecasts:
-        name = f.name if f.name not in names else f"{f.name} ({f.origin})"
-        names.add(name)
+    entries = []
+    for name, f in _by_forecaster(forecasts):
         if f.rejected:
             why = next(str(x) for x in f.findings if x.severity == "rejects")
             notes.append(f"{name}: ForecastBench rejects this file: {why}")
