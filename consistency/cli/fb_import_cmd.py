@@ -136,6 +136,9 @@ def _runs(loaded, runs: Path | None) -> list[str]:
     from ..forecastbench.forecasts import read_forecast_set
     from ..jsonl import write_jsonl
 
+    if not loaded.imported.tuples:
+        return ["no combination questions in the question sets given, so the forecast sets' combination rows "
+                "have nothing to be measured against (give the question set they answer)"]  # fmt: skip
     lines_out = []
     for document in loaded.forecast_sets:
         forecasts = read_forecast_set(document.doc, document.file)
