@@ -203,3 +203,29 @@ def test_one_model_files_of_several_rounds_are_one_forecaster(rounds):
     twin = Forecasts("m", "elsewhere", dict(first.probs))
     named = {s.forecaster for s in leaderboard(questions, [first, twin], bootstrap=0).standings}
     assert {"m", "m (elsewhere)"} <= named
+
+
+def test_runs_on_different_rounds_alone_are_connected_by_the_baselines(rounds):
+    made, questions = rounds
+    a = _forecasters(made[0], [("a", 0.3)])[0]
+    b = _forecasters(made[1], [("b", 0.3)])[0]
+    board = leaderboard(questions, [a, b], bootstrap=50)
+    rows = {s.forecaster: s for s in board.standings}
+    assert any("share no round with each other, so the baselines join the difficulty fit" in n for n in board.notes)
+    assert rows["a"].overall.low is not None and rows["Always 0.5"].overall.brier == pytest.approx(0.25)
+    with pytest.raises(Exception, match="connected components"):
+        leaderboard(questions, [a, b], baselines=False, bootstrap=0)
+
+
+def test_a_forecaster_without_rows_in_one_part_scores_there_as_nothing(rounds):
+    made, questions = rounds
+    a = _forecasters(made[0], [("a", 0.3)])[0]
+    c = _forecasters(made[0], [("c", 0.8)])[0]
+    only_markets = Forecasts("m", "m", {k: p for k, p in c.probs.items() if k.market})
+    board = leaderboard(questions, [a, only_markets], bootstrap=30)  # "m" is left off its round: too many missing
+    assert {s.forecaster for s in board.standings} >= {"a"}
+    fitted = np.array([True, True, False])
+    brier = np.random.default_rng(2).random((40, 3)) * 0.4
+    brier[:, 1] = np.nan  # a fitted forecaster with no row in this part
+    scores = weighted_scores(brier, fitted, np.ones((2, 40)))
+    assert np.isnan(scores[:, 1]).all() and np.isfinite(scores[:, [0, 2]]).all()

@@ -72,6 +72,7 @@ def weighted_scores(
     the weighted mean of γ): a published fixed-effects file.
     """
     observed = np.isfinite(brier)
+    fitted = np.asarray(fitted, dtype=bool) & observed.any(axis=0)  # a forecaster with no row here shapes nothing
     obs = observed.astype(float)
     b0 = np.where(observed, brier, 0.0)
     patterns, which = _patterns(observed)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-from ..accuracy.difficulty import difficulty_adjusted_brier
+from ..accuracy.difficulty import DisconnectedPanelError, difficulty_adjusted_brier
 from ..models import ForecastingQuestion
 from .bootstrap import weight_blocks, weighted_scores
 from .fixed_effects import FixedEffects, fe_key
@@ -154,14 +154,29 @@ def _matrix(entries: list[_Entry], rounds: dict[str, Round], market: bool):
     return brier, keys, groups
 
 
-def _point(brier: np.ndarray, fitted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Scores per forecaster (NaN without rows) and γ per question, by the project's difficulty fit."""
+def _point(
+    brier: np.ndarray, fitted: np.ndarray, notes: list[str], part: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scores per forecaster (NaN without rows), γ per question and the forecasters fitted, by the project's
+    difficulty fit. Forecasters that share no round with each other leave the fit in pieces whose scales
+    cannot be compared; the baselines, which answer every round, then join the fit to connect them."""
     q, f = np.nonzero(np.isfinite(brier))
-    excluded = [i for i in range(brier.shape[1]) if not fitted[i] and i in set(f.tolist())]
-    result = difficulty_adjusted_brier(f, q, brier[q, f], exclude_from_difficulty=excluded)
+    present = set(f.tolist())
+    excluded = [i for i in range(brier.shape[1]) if not fitted[i] and i in present]
+    try:
+        result = difficulty_adjusted_brier(f, q, brier[q, f], exclude_from_difficulty=excluded)
+    except DisconnectedPanelError:
+        if not excluded:
+            raise
+        notes.append(
+            f"{part}: the forecasters given share no round with each other, so the baselines join the difficulty "
+            "fit to put them on one scale (ForecastBench fits many models across rounds)"
+        )
+        result = difficulty_adjusted_brier(f, q, brier[q, f])
+        fitted = np.ones_like(fitted)
     scores = np.full(brier.shape[1], np.nan)
     scores[result.forecasters] = result.scores
-    return scores, result.gamma
+    return scores, result.gamma, fitted
 
 
 def _with_file(brier: np.ndarray, keys: list[RowKey], effects: FixedEffects, market: bool, notes: list[str]):
@@ -174,8 +189,10 @@ def _with_file(brier: np.ndarray, keys: list[RowKey], effects: FixedEffects, mar
         )
     brier = brier[known]
     shift = effects.shift(market)
-    with np.errstate(invalid="ignore"):
-        scores = np.nanmean(brier - gamma[known][:, None], axis=0) + shift
+    adjusted = brier - gamma[known][:, None]
+    rows = np.isfinite(adjusted).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = np.where(rows > 0, np.nansum(adjusted, axis=0) / rows, np.nan) + shift
     return brier, gamma[known], shift, scores, known
 
 
@@ -229,15 +246,16 @@ def leaderboard(
             parts[part] = (np.full(len(entries), np.nan), np.zeros(len(entries), int))
             replicas[part] = np.full((bootstrap, len(entries)), np.nan)
             continue
+        part_fitted = fitted
         if fixed_effects is None:
-            scores, gamma = _point(brier, fitted)
+            scores, gamma, part_fitted = _point(brier, fitted, notes, part)
             board.difficulties[part] = (keys, gamma)
             shift = None
         else:
             brier, gamma, shift, scores, known = _with_file(brier, keys, fixed_effects, part == "market", notes)
             groups = groups[known]
         parts[part] = (scores, np.isfinite(brier).sum(axis=0))
-        reps = [weighted_scores(brier, fitted, w, gamma if fixed_effects else None, shift)
+        reps = [weighted_scores(brier, part_fitted, w, gamma if fixed_effects else None, shift)
                 for w in weight_blocks(groups, bootstrap, rng)] if bootstrap and len(brier) else []  # fmt: skip
         replicas[part] = np.vstack(reps) if reps else np.full((0, len(entries)), np.nan)
     board.standings = _standings(entries, parts, replicas)
