@@ -129,3 +129,18 @@ def test_combination_rows_of_a_forecast_set_become_an_outcome_free_signal(trip):
     for metric in ("default", "frequentist"):
         assert from_file[metric]["avg_violation"] == pytest.approx(from_run[metric]["avg_violation"], abs=1e-12)
         assert from_file[metric]["num_samples"] == 4
+
+
+def test_tuples_of_any_check_from_forecastbench_questions_by_a_model(trip):
+    from consistency.testing.rules import RULES
+
+    tmp, _ = trip
+    with ScriptedServer(RULES["demo"]()) as srv:
+        made = cc("generate", "--questions", "past.jsonl", "--check", "neg,combo", "-n", "2", "--model",
+                  srv.model_spec(), "--instantiator", "llm", "--out", "llm-tuples", cwd=tmp)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    for name in ("NegChecker", "CombinationChecker"):
+        lines = [json.loads(line) for line in (tmp / "llm-tuples" / f"{name}.jsonl").read_text().splitlines()]
+        assert len(lines) == 2
+        # The base questions keep their ForecastBench ids, so forecasts on them map back to ForecastBench.
+        assert all(key_of(line["P"]["id"]) is not None for line in lines)
