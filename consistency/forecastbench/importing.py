@@ -8,12 +8,9 @@ twice) are kept once. Forecast sets among the sources are returned as they are, 
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ..jsonl import write_jsonl
 from .formats import question_set, resolution_set
 from .locate import Document, Locator
 from .reader import Imported, import_set
@@ -69,12 +66,3 @@ def load(
         kept.append(q)
     loaded.imported.questions = kept
     return loaded
-
-
-def write_questions(path: str | Path, loaded: Loaded) -> int:
-    return write_jsonl(path, loaded.imported.questions)
-
-
-def source_counts(questions: list[Any]) -> Counter:
-    """Questions per ForecastBench source (from the metadata), e.g. for a summary."""
-    return Counter((q.metadata or {}).get("forecastbench", {}).get("source") for q in questions)
