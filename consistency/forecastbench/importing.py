@@ -65,4 +65,6 @@ def load(
         seen.add(q.id)
         kept.append(q)
     loaded.imported.questions = kept
+    tuples = {t["P_and_Q"]["id"]: t for t in loaded.imported.tuples}  # a set given twice: its tuples once
+    loaded.imported.tuples = list(tuples.values())
     return loaded
