@@ -16,6 +16,7 @@ from typing import Any
 from ..evaluation.rundir import JOURNAL
 from ..files import check_from_name
 from ..jsonl import LineError, iter_json_lines
+from .bulk import paused_collector
 from .formats import ForecastBenchError, load_document
 from .keys import RowKey, key_of
 from .validate import Finding, validate_forecast_set
@@ -114,7 +115,8 @@ def read_forecasts(path: str | Path, questions: set[RowKey] | None = None) -> Fo
     path = Path(path)
     if path.is_dir():
         return read_run(path)
-    doc = load_document(path)
-    if "forecasts" not in doc:
-        raise ForecastBenchError(f"{path}: not a ForecastBench forecast set (no forecasts) nor a run directory")
-    return read_forecast_set(doc, str(path), questions)
+    with paused_collector():  # a forecast set is thousands of small rows, all kept
+        doc = load_document(path)
+        if "forecasts" in doc:
+            return read_forecast_set(doc, str(path), questions)
+    raise ForecastBenchError(f"{path}: not a ForecastBench forecast set (no forecasts) nor a run directory")

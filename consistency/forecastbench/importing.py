@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .bulk import paused_collector
 from .formats import question_set, resolution_set
-from .locate import Document, Locator
+from .locate import Document, Gathered, Locator
 from .reader import Imported, import_set
 
 
@@ -37,7 +38,11 @@ def load(
 ) -> Loaded:
     """Our questions from ForecastBench sources (files, folders, URLs, ``fb:`` references)."""
     locator = Locator(datasets, offline=offline, refresh=refresh, cache_root=cache_root, resolutions=resolutions)
-    found = locator.gather(sources)
+    with paused_collector():
+        return _load(locator.gather(sources), freeze_values)
+
+
+def _load(found: Gathered, freeze_values: bool) -> Loaded:
     loaded = Loaded(Imported(), forecast_sets=found.of("forecast_set"), notes=list(found.notes))
     by_due = {}
     for d in found.of("resolution_set"):

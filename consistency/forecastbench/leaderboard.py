@@ -25,6 +25,7 @@ from scipy.stats import rankdata
 from ..accuracy.difficulty import DisconnectedPanelError, difficulty_adjusted_brier
 from ..models import ForecastingQuestion
 from .bootstrap import weight_blocks, weighted_scores
+from .bulk import paused_collector
 from .fixed_effects import FixedEffects, fe_key
 from .forecasts import Forecasts
 from .formats import ForecastBenchError
@@ -208,7 +209,8 @@ def leaderboard(
     today: date | None = None,
 ) -> Leaderboard:
     """ForecastBench's columns for ``forecasts`` (and its constant baselines) on imported ``questions``."""
-    rounds = rounds_of(questions)
+    with paused_collector():
+        rounds = rounds_of(questions)
     if not rounds:
         raise ForecastBenchError(
             "the questions carry no resolution-set rows: import them together with their resolution sets"
