@@ -2,8 +2,9 @@
 
 Market questions become one question each; the market's value at the freeze date is kept as the
 crowd forecast (``metadata.market_prob``, which the market-aware ranking methods read, e.g.
-``cc leaderboard --method difficulty`` on a ground-truth run). Dataset questions become one question per resolution date, with the
-``{resolution_date}`` and ``{forecast_due_date}`` placeholders filled. A combination question
+``cc leaderboard --method difficulty`` on a ground-truth run). Dataset questions become one
+question per resolution date, with the ``{resolution_date}`` and ``{forecast_due_date}``
+placeholders filled. A combination question
 (sets up to 2025-08-31) becomes one question per direction (and date), worded exactly from its two
 questions. Every question's id carries its ForecastBench identity (:mod:`.keys`), and
 ``metadata.forecastbench`` keeps ForecastBench's fields, the horizon and, where the resolution set
