@@ -1,4 +1,5 @@
-"""``cc export inspect``: a ``cc`` run as an inspect log, for inspect's viewer (``inspect view``)."""
+"""``cc export inspect``: a ``cc`` run as an inspect log, for inspect's viewer (``inspect view``);
+``cc export forecastbench``: a run as a ForecastBench forecast set (:mod:`.fb_export_cmd`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import typer
 
 from .console import err, escape, fmt, out, pct
 from .exits import ExitCode
+from .fb_export_cmd import forecastbench
 
 app = typer.Typer(help="Write a run in another tool's format.", no_args_is_help=True)
+app.command("forecastbench")(forecastbench)
 
 
 @app.command("inspect")

@@ -16,10 +16,12 @@ from ..questions import QuestionReport, Window, build_questions, related_titles,
 from .bounds import positive
 from .console import err, escape, out
 from .exits import ExitCode, interrupted_code
+from .fb_import_cmd import app as import_app
 from .generate_cmd import load_questions
 from .llm_command import LLMArgs, llm_command, print_usage, run_calls, shared_options
 
 app = typer.Typer(help="Make and check base questions for a benchmark.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
 
 
 def _file_out(path: Path | None) -> Path | None:
