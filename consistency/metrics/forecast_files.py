@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from .. import __version__
 from ..checks import Check, all_checks, get_check
@@ -41,6 +41,8 @@ METRICS = ("default", "default_scaled", "frequentist")
 
 class ScoreParams(BaseModel):
     """Everything that changes a score; recorded with every result."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # a NaN threshold would call nothing violated
 
     epsilon: float = DEFAULT_EPSILON
     arbitrage_threshold: float = ARBITRAGE_THRESHOLD
