@@ -97,7 +97,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each; the fastest counts (a shared machine)")
     parser.add_argument("--batch-fallback", default="batch", help="batch mode: where retries go (batch or direct)")
+    parser.add_argument("--smoke", action="store_true", help="a few seconds: 200 questions, one run of each (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.questions, args.repeat = min(args.questions, 200), 1
     rates = dict.fromkeys(FAULT_KINDS, args.fault_rate / len(FAULT_KINDS))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx2
 import openai
 
+from .errors import connect_cause
 from .secrets import redact
 from .specs import ModelSpec
 
@@ -30,7 +30,6 @@ SERVER_ERRORS_AFTER = 8
 
 _DEFAULT_HOSTS = {"openai": "api.openai.com", "local": "the bundled local model server"}
 _FATAL_STATUS = {400, 401, 403, 404, 422}
-_CONNECT_ERRORS = (httpx2.ConnectError, httpx2.ConnectTimeout)
 
 
 class FatalError(RuntimeError):
@@ -60,16 +59,6 @@ def _message(exc: openai.APIStatusError) -> str:
     error = body.get("error", body) if isinstance(body.get("error", body), dict) else {}
     text = error.get("message") or exc.message or ""
     return " ".join(str(text).split())[:200]
-
-
-def _connect_cause(exc: BaseException) -> BaseException | None:
-    seen = 0
-    while exc is not None and seen < 8:
-        if isinstance(exc, _CONNECT_ERRORS):
-            return exc
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-        seen += 1
-    return None
 
 
 @dataclass(frozen=True)
@@ -117,7 +106,7 @@ def diagnose(exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
             after=SERVER_ERRORS_AFTER,
             needs_unreached=True,
         )
-    cause = _connect_cause(exc)
+    cause = connect_cause(exc)
     if cause is not None:
         text = redact(" ".join(str(cause).split())) or type(cause).__name__
         fix = "check that the server is running, the URL and port are right, and the network is up"
