@@ -473,3 +473,43 @@ def test_only_a_connection_that_was_made_counts_as_lost_in_transit():
     # never reached: down, refusing or unroutable, so back off
     assert not lost_in_transit(raised(openai.APIConnectionError(request=request), httpx2.ConnectError("refused")))
     assert not lost_in_transit(raised(openai.APITimeoutError(request=request), httpx2.ConnectTimeout("no route")))
+
+
+def test_a_first_connect_timeout_is_not_counted_as_an_unreachable_endpoint_until_a_retry_times_out_too():
+    """64 requests starting at once on a loaded machine can each see its first connection time out
+    although the server is up (the process was too busy to notice it complete): the run must not be
+    declared unreachable for that; retries that time out too, or refused connections, still are."""
+    import httpx2
+    import openai
+
+    from consistency.llm.fatal import FATAL_AFTER, Breaker
+
+    spec = parse_model_spec("http://127.0.0.1:9/v1::scripted")
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+
+    def raised(outer: Exception, inner: Exception) -> Exception:
+        try:
+            try:
+                raise inner
+            except Exception as exc:
+                raise outer from exc
+        except Exception as exc:
+            return exc
+
+    timed_out = raised(openai.APITimeoutError(request=request), httpx2.ConnectTimeout("timed out"))
+    refused = raised(openai.APIConnectionError(request=request), httpx2.ConnectError("refused"))
+    breaker = Breaker()
+    for _ in range(10 * FATAL_AFTER):
+        breaker.failure(timed_out, spec, attempt=1)
+    assert breaker.reason is None
+    for _ in range(FATAL_AFTER):
+        breaker.failure(timed_out, spec, attempt=2)
+    assert breaker.reason is not None and "cannot connect" in breaker.reason
+    breaker = Breaker()
+    for _ in range(FATAL_AFTER):
+        breaker.failure(refused, spec, attempt=1)
+    assert breaker.reason is not None  # a refusal is no accident of load: it counts at once
+    breaker = Breaker()
+    for _ in range(FATAL_AFTER):
+        breaker.failure(timed_out, spec)  # attempt unknown (or a call's last): counted as before
+    assert breaker.reason is not None

@@ -256,7 +256,8 @@ class LLM:
                     result = await self._attempt(ep, messages, response_model, params, attempts)
                     break
                 except Exception as exc:
-                    if self._retryable(exc, ep.spec) and attempts < self.settings.max_attempts:
+                    last = attempts >= self.settings.max_attempts  # no retry to confirm it: count it as is
+                    if self._retryable(exc, ep.spec, None if last else attempts) and not last:
                         self._count_retry(exc, attempts)
                         await asyncio.sleep(self._pause(exc, attempts))
                         continue
@@ -369,10 +370,10 @@ class LLM:
             before_sleep=self._before_retry,
         )
 
-    def _retryable(self, exc: BaseException, spec: ModelSpec | None) -> bool:
+    def _retryable(self, exc: BaseException, spec: ModelSpec | None, attempt: int | None = None) -> bool:
         """Whether a failed attempt is worth another; the breaker sees every failure of ``spec``."""
         if spec is not None:
-            self.breaker.failure(exc, spec)
+            self.breaker.failure(exc, spec, attempt)
         return transient(exc) and self.breaker.reason is None
 
     def _over_budget(self) -> LLMResult | None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx2
 import openai
 
 from .errors import connect_cause
@@ -67,6 +68,9 @@ class Diagnosis:
     sentence: str  # cause and fix, for the user
     after: int = FATAL_AFTER  # occurrences in a row that stop the run
     needs_unreached: bool = False  # only fatal while the endpoint never answered (connection failures)
+    #: only a retry's failure counts: a first connection attempt that timed out may only mean that this
+    #: process was too busy to see the connection complete (64 requests starting at once on a loaded machine)
+    needs_retry: bool = False
 
 
 def diagnose(exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
@@ -114,6 +118,7 @@ def diagnose(exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
             f"connect:{type(cause).__name__}",
             f"cannot connect to {host} ({type(cause).__name__}: {text}); {fix}",
             needs_unreached=True,
+            needs_retry=isinstance(cause, httpx2.ConnectTimeout),
         )
     return None
 
@@ -139,12 +144,14 @@ class Breaker:
             streak = self._streaks.setdefault(spec.text, _Streak())
             streak.answered, streak.count, streak.signature = True, 0, ""
 
-    def failure(self, exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
-        """Count ``exc``; its diagnosis if it cannot succeed on retry (then the call is not retried,
-        except a connection failure before the breaker trips)."""
+    def failure(self, exc: BaseException, spec: ModelSpec, attempt: int | None = None) -> Diagnosis | None:
+        """Count ``exc`` (the failure of a call's ``attempt``-th try, when known); its diagnosis if it cannot
+        succeed on retry (then the call is not retried, except a connection failure before the breaker trips)."""
         diagnosis = diagnose(exc, spec)
         if diagnosis is None:
             return None
+        if diagnosis.needs_retry and attempt == 1:
+            return diagnosis  # not counted: see Diagnosis.needs_retry
         with self._lock:
             streak = self._streaks.setdefault(spec.text, _Streak())
             if diagnosis.needs_unreached and streak.answered:
