@@ -450,6 +450,17 @@ def test_a_request_lost_in_transit_is_retried_at_once_and_a_busy_server_backed_o
         assert waits == [0.3, 0.3]  # the server's Retry-After, each time
 
 
+def raised(outer: Exception, inner: Exception) -> Exception:
+    """``outer`` as raised from ``inner`` (how openai wraps the HTTP library's errors)."""
+    try:
+        try:
+            raise inner
+        except Exception as exc:
+            raise outer from exc
+    except Exception as exc:
+        return exc
+
+
 def test_only_a_connection_that_was_made_counts_as_lost_in_transit():
     import httpx2
     import openai
@@ -457,15 +468,6 @@ def test_only_a_connection_that_was_made_counts_as_lost_in_transit():
     from consistency.llm.errors import lost_in_transit
 
     request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
-
-    def raised(outer: Exception, inner: Exception) -> Exception:
-        try:
-            try:
-                raise inner
-            except Exception as exc:
-                raise outer from exc
-        except Exception as exc:
-            return exc
 
     assert lost_in_transit(raised(openai.APITimeoutError(request=request), httpx2.ReadTimeout("slow")))
     assert lost_in_transit(raised(openai.APIConnectionError(request=request), httpx2.RemoteProtocolError("closed")))
@@ -486,15 +488,6 @@ def test_a_first_connect_timeout_is_not_counted_as_an_unreachable_endpoint_until
 
     spec = parse_model_spec("http://127.0.0.1:9/v1::scripted")
     request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
-
-    def raised(outer: Exception, inner: Exception) -> Exception:
-        try:
-            try:
-                raise inner
-            except Exception as exc:
-                raise outer from exc
-        except Exception as exc:
-            return exc
 
     timed_out = raised(openai.APITimeoutError(request=request), httpx2.ConnectTimeout("timed out"))
     refused = raised(openai.APIConnectionError(request=request), httpx2.ConnectError("refused"))
