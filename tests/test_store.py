@@ -196,6 +196,8 @@ def test_a_dangling_out_and_a_linked_journal_are_one_sentence_and_nothing_is_wri
     done = runner.invoke(app, ["evaluate", "-f", "constant", "-c", "neg", "-n", "2", "-o", "dangling"])
     assert done.exit_code == 2 and "dangling is a symbolic link" in " ".join(done.output.split()), done.output
     assert "Errno" not in done.output and not (tmp_path / "missing").exists()
+    done = runner.invoke(app, ["score", str(base), "--out", "dangling"])
+    assert done.exit_code == 2 and "dangling is a symbolic link" in " ".join(done.output.split()), done.output
     run = tmp_path / "run"
     shutil.copytree(base, run)
     outside = tmp_path / "outside.jsonl"

@@ -390,7 +390,9 @@ def score_path(
 
 def write_report(report: ScoreReport, out_dir: str | Path) -> Path:
     """Write ``<Checker>.jsonl``, ``stats_<Checker>.json`` and ``summary.json`` into ``out_dir``."""
-    out = Path(out_dir)
+    from ..store.outputs import output_dir
+
+    out = output_dir(out_dir)  # a link to a directory is followed; one leading nowhere is one sentence
     inputs = {p.resolve() for f in report.files for p in (f.path, f.path.parent)}
     if out.resolve() in inputs:
         raise ScoringError(f"{out} holds the input files; choose another --out so inputs are never modified")
