@@ -69,7 +69,7 @@ def diff(
         _print(result)
     for run in (result.a, result.b):
         print_skipped(run.skipped, None, f"line(s) of {run.path} skipped")
-    label = "[red]not comparable[/red]" if fail_if_worse else "[yellow]not comparable[/yellow]"
+    label = "[red]not comparable[/red]" if fail_if_worse else "[yellow]note[/yellow]: too few to test"
     for sentence in uncompared:
         err.print(f"{label}: {escape(sentence)}")
     if worse:

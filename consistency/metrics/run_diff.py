@@ -121,7 +121,7 @@ class DiffResult:
             if n_a and n == 0:
                 out.append(f"{name}: B shares none of A's {n_a} {what}, so B cannot be compared with A on it")
             elif n_a and n < self.floor:
-                out.append(f"{name}: B shares only {n} of A's {n_a} {what}, fewer than {self.floor} ({why})")
+                out.append(f"{name}: {n} of A's {n_a} {what} shared with B, fewer than {self.floor} ({why})")
         return out
 
     def failures(self) -> list[str]:
