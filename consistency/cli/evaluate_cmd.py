@@ -182,6 +182,15 @@ def evaluate_cmd(
     llm_settings: LLMSettings,
 ) -> None:
     """Forecast every question of a consistency benchmark once, score every tuple, write a run directory."""
+    from ..metrics.gates import LimitError, checked_limit
+
+    try:  # a gate that could never fail (NaN, inf, negative) is refused before any question is asked
+        for flag, gate_limit in (("--max-violation", max_violation), ("--fail-on-error", fail_on_error)):
+            if gate_limit is not None:
+                checked_limit(flag, gate_limit)
+    except LimitError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(ExitCode.USAGE) from None
     bar = _Bar()
     options = RunOptions(
         concurrency=concurrency,

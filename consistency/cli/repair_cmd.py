@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from .console import err, escape, fmt, out
-from .exits import ExitCode
+from .exits import ExitCode, interrupted_code, terminated
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -56,9 +56,10 @@ def repair(
     The repaired forecasts score better than the originals in every possible world (Brier: by at least the
     squared distance moved; log: by the arbitrage profit); where questions are resolved the realized change
     is shown."""
+    from ..errors import InputError
     from ..files import DetectionError
     from ..repair.runs import repair_run
-    from ..repair.sources import NothingToRepair, RepairInputError
+    from ..repair.sources import NothingToRepair
 
     if score not in ("brier", "log"):
         err.print(f"[red]error[/red] --score must be brier or log, not {escape(score)}")
@@ -70,9 +71,13 @@ def repair(
     except NothingToRepair as exc:
         err.print(f"[red]nothing to repair[/red]: {escape(str(exc))}")
         raise typer.Exit(ExitCode.FAILED) from None
-    except (RepairInputError, DetectionError, OSError) as exc:
+    except (InputError, DetectionError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from None
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see exits.install_sigterm): the library removed its partial copy
+        what = "stopped by SIGTERM" if terminated() else "interrupted"
+        err.print(f"[yellow]{what}[/yellow]: nothing was written (the inputs are untouched); run the command again")
+        raise typer.Exit(interrupted_code()) from None
     if as_json:
         out.print_json(json.dumps(report.model_dump(mode="json")))
     else:

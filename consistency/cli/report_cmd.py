@@ -48,6 +48,7 @@ def report(
     import time
 
     from ..accuracy.inputs import ScoreInputError
+    from ..errors import InputError
     from ..files import DetectionError
     from ..metrics.forecast_files import ScoringError
     from ..report import ReportInputError, make_report
@@ -56,7 +57,7 @@ def report(
     try:
         with err.status(f"reading {len(paths)} path(s) and drawing the figures"):
             result = make_report(paths, out_file, top=top, png_dir=png, title=title)
-    except (ReportInputError, ScoringError, ScoreInputError, DetectionError) as exc:
+    except (InputError, ReportInputError, ScoringError, ScoreInputError, DetectionError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     except OSError as exc:

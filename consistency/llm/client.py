@@ -34,11 +34,11 @@ from .accounting import RunStats, Transcript, Usage
 from .batch import BatchProgress
 from .cache import ResponseCache, cache_key
 from .endpoint import Endpoint, tls_context
-from .errors import describe, short, transient
+from .errors import describe, lost_in_transit, short, transient
 from .fatal import Breaker, FatalError, diagnose
 from .ledger import LEDGER, Ledger, batched
 from .models import LLMResult, LLMSettings
-from .retry import backoff, backoff_wait
+from .retry import backoff
 from .secrets import redact
 from .specs import ModelSpec, parse_model_spec
 from .structured import ValidationFailed, ask_structured, cached_schema, cut, plan, raw_text, total_usage
@@ -256,9 +256,10 @@ class LLM:
                     result = await self._attempt(ep, messages, response_model, params, attempts)
                     break
                 except Exception as exc:
-                    if self._retryable(exc, ep.spec) and attempts < self.settings.max_attempts:
+                    last = attempts >= self.settings.max_attempts  # no retry to confirm it: count it as is
+                    if self._retryable(exc, ep.spec, None if last else attempts) and not last:
                         self._count_retry(exc, attempts)
-                        await asyncio.sleep(backoff(exc, attempts, self.settings.max_backoff))
+                        await asyncio.sleep(self._pause(exc, attempts))
                         continue
                     # retries exhausted, or an error that retrying cannot fix
                     diagnosis = diagnose(exc, ep.spec)
@@ -369,10 +370,10 @@ class LLM:
             before_sleep=self._before_retry,
         )
 
-    def _retryable(self, exc: BaseException, spec: ModelSpec | None) -> bool:
+    def _retryable(self, exc: BaseException, spec: ModelSpec | None, attempt: int | None = None) -> bool:
         """Whether a failed attempt is worth another; the breaker sees every failure of ``spec``."""
         if spec is not None:
-            self.breaker.failure(exc, spec)
+            self.breaker.failure(exc, spec, attempt)
         return transient(exc) and self.breaker.reason is None
 
     def _over_budget(self) -> LLMResult | None:
@@ -385,7 +386,14 @@ class LLM:
         return LLMResult(None, error=f"cost limit of ${limit:g} reached; call not made")
 
     def _wait(self, state: RetryCallState) -> float:
-        return backoff_wait(state, self.settings.max_backoff)
+        return self._pause(state.outcome.exception() if state.outcome else None, state.attempt_number)
+
+    def _pause(self, exc: BaseException | None, attempt: int) -> float:
+        """Seconds before the next attempt: none after a first attempt lost in transit (timed out, dropped,
+        unreadable: :func:`~.errors.lost_in_transit`), else the server's hint or jittered backoff."""
+        if attempt == 1 and exc is not None and lost_in_transit(exc):
+            return 0.0
+        return backoff(exc, attempt, self.settings.max_backoff)
 
     def _before_retry(self, state: RetryCallState) -> None:
         self._count_retry(state.outcome.exception() if state.outcome else None, state.attempt_number)
