@@ -14,13 +14,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checks import Check, all_checks, chain_fields, get_check
+from ..checks import Check, all_checks, get_check
 from ..checks.logic import Var
 from ..datasets import benchmark_dir
 from ..files import FileKind, detect, validate_lines
 from ..forecasters import Forecaster, load_forecaster
 from ..generate import TemplateInstantiator, instantiate_all
-from ..generate.chains import fits_horizon
 from ..jsonl import read_jsonl, write_json
 from ..llm import LLM, LLMSettings
 from ..llm.secrets import redact
@@ -88,21 +87,23 @@ def load_pool(path: str | Path) -> list[ForecastingQuestion]:
     return pool
 
 
-def _setup(checks, questions, tuples) -> tuple[list[Check], list[ForecastingQuestion], dict[str, list[dict[str, Any]]]]:
+def _setup(checks, questions, tuples) -> tuple[list[Check], list[ForecastingQuestion], dict[str, list], list[str]]:
+    """The checks, the question pool, the seed tuples per check, and what was skipped building the seeds."""
     chosen = [get_check(c) for c in checks] if checks else list(all_checks())
     pool = load_pool(questions) if questions else []
+    notes: list[str] = []
     if tuples is not None or not questions:
         seeds = load_seeds(tuples, chosen)
-    else:  # questions only: the seeds are template tuples over them
+    else:  # questions only: the seeds are template tuples over them (a chain only from a deadline it can move)
         seeds = {}
         for check in chosen:
-            # a chain starts from a question whose deadline the template can move
-            usable = [q for q in pool if fits_horizon(q)] if chain_fields(check) else pool
             try:
-                made = asyncio.run(instantiate_all(TemplateInstantiator(), check, usable, SEEDS_PER_CHECK))
-            except ValueError:
-                continue  # too few questions for this check's bases
-            seeds[check.name] = made
+                made = asyncio.run(instantiate_all(TemplateInstantiator(), check, pool, SEEDS_PER_CHECK))
+            except ValueError as exc:  # too few (usable) questions for this check's bases
+                notes.append(f"{check.name}: no seed tuples: {exc}")
+                continue
+            notes += [made.note(check)] if made.skipped else []
+            seeds[check.name] = made.tuples
     if tuples is None and not questions:
         pool = load_pool(benchmark_dir() / "questions.jsonl")
     known = {q.id for q in pool}
@@ -114,7 +115,7 @@ def _setup(checks, questions, tuples) -> tuple[list[Check], list[ForecastingQues
                     known.add(q.id)
     if not any(seeds.values()):
         raise AttackError("no seed tuples for the chosen checks: give --tuples, or --questions to build them from")
-    return chosen, pool, seeds
+    return chosen, pool, seeds, notes
 
 
 def attack(
@@ -148,7 +149,7 @@ def attack(
         )
     options = options or SearchOptions()
     options.budget = budget
-    chosen, pool, seeds = _setup(checks, questions, tuples)
+    chosen, pool, seeds, notes = _setup(checks, questions, tuples)
     loaded = load_forecaster(forecaster, forecaster_options)
     spec = forecaster if isinstance(forecaster, str) else type(forecaster).__name__
     target = Path(out) if out is not None else new_run_dir(f"attack_{loaded.label}", root="attacks")
@@ -169,7 +170,7 @@ def attack(
     _claim(target, config, resume)
     families = list(families) if families is not None else default_families(chosen, generator is not None)
     result = asyncio.run(
-        _run(loaded, families, chosen, pool, seeds, target, options, llm, generator, baseline, on_round)
+        _run(loaded, families, chosen, pool, seeds, target, options, llm, generator, baseline, on_round, notes)
     )
     return result
 
@@ -194,7 +195,9 @@ def _claim(target: Path, config: dict[str, Any], resume: bool) -> None:
             )
 
 
-async def _run(forecaster, families, checks, pool, seeds, target, options, settings, generator, baseline, on_round):
+async def _run(
+    forecaster, families, checks, pool, seeds, target, options, settings, generator, baseline, on_round, notes
+):
     journal = Journal.open(target)
     settings = settings or LLMSettings()
     try:
@@ -214,6 +217,7 @@ async def _run(forecaster, families, checks, pool, seeds, target, options, setti
                 if gen_llm is not None:
                     await gen_llm.aclose()
         summary = summarize(search, target_llm.stats, gen_llm.stats if gen_llm else None, baseline)
+        summary["seeds_skipped"] = notes
         found = write_outputs(search, target, summary)
     finally:
         journal.close()
