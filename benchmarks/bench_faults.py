@@ -25,6 +25,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from smoke import parse_args
+
 from consistency.evaluation import RunOptions
 from consistency.evaluation.ground_truth import evaluate_questions
 from consistency.jsonl import iter_json_lines, write_jsonl
@@ -97,7 +99,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each; the fastest counts (a shared machine)")
     parser.add_argument("--batch-fallback", default="batch", help="batch mode: where retries go (batch or direct)")
-    args = parser.parse_args()
+    args = parse_args(parser, {"questions": 40, "repeat": 1, "concurrency": 16, "latency": 0.01, "timeout": 0.5})
     rates = dict.fromkeys(FAULT_KINDS, args.fault_rate / len(FAULT_KINDS))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
