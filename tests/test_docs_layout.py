@@ -74,3 +74,16 @@ def test_cli_reference_keeps_option_names_whole(browser, site):  # noqa: F811
     assert names > 100, names  # every command's options are there
     broken = browser.execute_script(_BROKEN_NAMES)
     assert not broken, f"option names broken across lines at {WIDTH} px: {broken[:10]}"
+
+
+def test_cli_reference_shows_choices_as_typed_and_ranges_in_words():
+    """Choices were upper-cased (AUTO|LLM|TEMPLATE, which cc rejects) and a bounded int read "INT RANGE"."""
+    sys.path.insert(0, str(ROOT / "docs" / "hooks"))
+    try:
+        from cli_reference import cli_reference
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "hooks"))
+    text = cli_reference()
+    assert "| `--instantiator` `auto|llm|template` | auto |" in text
+    assert "| `--keep`, `-k` `INT` | 20 | Most violated tuples returned. At least 1. |" in text
+    assert "RANGE" not in text and "AUTO|" not in text
