@@ -55,8 +55,12 @@ def site(tmp_path_factory) -> Path:
 
 
 def _open(browser, site: Path, page: str) -> None:  # noqa: F811
+    from selenium.webdriver.support.ui import WebDriverWait
+
     browser.set_window_size(WIDTH, 1000)
     browser.get((site / page / "index.html").as_uri())
+    # get() can return before a file:// page has finished parsing (seen under load): wait for it
+    WebDriverWait(browser, 60).until(lambda b: b.execute_script("return document.readyState") == "complete")
 
 
 @pytest.mark.parametrize("page", TABLE_PAGES)
