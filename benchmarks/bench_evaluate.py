@@ -1,9 +1,9 @@
 """End-to-end evaluation throughput: ``python benchmarks/bench_evaluate.py``.
 
 Builds about 1,000 tuples of mixed checks (up to 100 per check, template-instantiated from the
-bundled base questions: 72 for the one-question checks, 42 MONOTONE chains, from the questions whose
-deadline the template can move; it says how many it skipped), then runs ``evaluate`` with the basic forecaster against the scripted server (own
-process, 50 ms latency) at concurrency 64 and prints
+bundled base questions: 72 for the one-question checks, 42 MONOTONE chains from the questions whose
+deadline the template can move; it says how many it skipped), then runs ``evaluate`` with the basic
+forecaster against the scripted server (own process, 50 ms latency) at concurrency 64 and prints
 
     questions=<n> wall_s=<t> call_bound_s=<questions*latency/concurrency> efficiency=<bound/wall>
 
