@@ -36,6 +36,7 @@ import resource  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from smoke import parse_args  # noqa: E402
 
 from consistency.checks import all_checks, get_check  # noqa: E402
 from consistency.checks.check import NONE, TRUE  # noqa: E402
@@ -129,7 +130,7 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=200, help="random joint worlds to check the guarantee on")
     parser.add_argument("--checks", default=",".join(JOINT_CHECKS), help="checks in the joint repair (comma-separated)")
     parser.add_argument("--skip-per-tuple", action="store_true")
-    args = parser.parse_args()
+    args = parse_args(parser, {"n": 2000, "joint": 2000, "pool": 200, "worlds": 10})
     rng = np.random.default_rng(0)
     if not args.skip_per_tuple:
         per_tuple(args.n, rng)

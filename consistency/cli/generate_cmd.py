@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..checks import Check, UnknownCheckError, all_checks, get_check
 from ..embeddings import make_embedder
 from ..generate import TemplateInstantiator
+from ..generate.chains import NO_HORIZON
 from ..generate.llm import LLMInstantiator
 from ..generate.pipeline import GenerateOptions, GenerateReport, generate
 from ..generate.relevance import RelevanceRanker
@@ -189,8 +190,8 @@ def shortfall(report: GenerateReport, options: GenerateOptions, questions: int) 
     rejected = sum(v for k, v in report.rejected.items() if not k.startswith("relevance"))
     if rejected:
         why.append(f"{rejected} made this run were rejected (reasons in {report.rejects_path})")
-    if report.rejected.get("instantiate: no deadline the template can move", 0):
-        why.append("the horizon template fits only 'by DATE' questions (--instantiator llm writes chains for others)")
+    if report.skipped:
+        why.append(f"{report.skipped} skipped: {NO_HORIZON} (--instantiator llm writes chains for others)")
     if not cut and not report.rejected.get("relevance: not in the top", 0):
         why.append(
             f"only {report.candidates} candidate base assignment(s) from {questions} question(s) "
@@ -230,7 +231,9 @@ async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan,
 
                 def show(r: GenerateReport, task=task) -> None:
                     rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
-                    progress.update(task, completed=r.total, note=f"{rejected} rejected, {llm.stats.calls} calls")
+                    skipped = f", {r.skipped} skipped" if r.skipped else ""
+                    note = f"{rejected} rejected{skipped}, {llm.stats.calls} calls"
+                    progress.update(task, completed=r.total, note=note)
 
                 try:
                     report = await generate(
@@ -258,8 +261,10 @@ def _print_report(report: GenerateReport) -> None:
         + (f" ({report.already} from an earlier run)" if report.already else "")
         + f"; {report.candidates} candidate base assignment(s)"
     )
+    if report.skipped:
+        out.print(f"  skipped {report.skipped} question(s): {escape(NO_HORIZON)}")
     for step, count in sorted(report.rejected.items()):
         if count:
             out.print(f"  rejected at {escape(step)}: {count}")
-    if any(not k.startswith("relevance") and v for k, v in report.rejected.items()):
+    if report.skipped or any(not k.startswith("relevance") and v for k, v in report.rejected.items()):
         out.print(f"  reasons: {escape(str(report.rejects_path))}")
