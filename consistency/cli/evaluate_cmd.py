@@ -33,8 +33,9 @@ def evaluate_cmd(
         typer.Option(
             "--forecaster",
             "-f",
-            help="basic, cot, constant, uniform, crowd, replay; a model (local, gpt-4o, openai/NAME, "
-            "openrouter/VENDOR/NAME, URL::NAME: the basic forecaster with it); name:model (cot:gpt-4o); "
+            help="basic, cot, logprob, constant, uniform, crowd, replay; a model (gpt-4o, openai/NAME, "
+            "openrouter/VENDOR/NAME, URL::NAME: the basic forecaster with it; local: the bundled model, "
+            "logprob:local); name:model (cot:gpt-4o, logprob:gpt-4o-mini, basic:local); "
             "arbitrage:SPEC (SPEC arbitraged, -F checks=neg,cond); file.py::Class or package.module:Class; "
             "a forecasting-tools bot: ft:bot.py::MyBot, ft:package.module:MyBot, ft:TemplateBot.",
         ),
