@@ -172,8 +172,21 @@ def test_the_bundled_model_gets_its_sentence_unless_another_gguf_is_served(monke
 def test_cc_evaluate_says_how_to_read_a_degenerate_table_and_nothing_for_a_varied_one():
     constant = CliRunner().invoke(app, ["evaluate", "-f", "constant", "-F", "p=0.99", "-c", "neg,and", "-o", "c"])
     assert constant.exit_code == 0, constant.output
-    assert "forecasts are 0.99: a forecaster that gives nearly the same answer" in constant.stdout
+    assert "forecasts are 0.99: answering nearly the same to every question passes some checks" in constant.stdout
     with ScriptedServer(probability_rule()) as srv:
         varied = CliRunner().invoke(app, ["evaluate", "-f", srv.model_spec(), "-c", "neg,and", "-o", "v"])
     assert varied.exit_code == 0, varied.output
     assert "forecasts are" not in varied.stdout and BUNDLED not in varied.stdout
+
+
+def test_the_documentations_harness_recognises_plain_progress_lines():
+    """The docs' examples run without a terminal: their plain progress lines are dropped as noise there."""
+    from docs_examples import _progress
+
+    out = console(terminal=False)
+    with Progress(out) as progress:
+        progress.task("scraping metaculus", total=None, info="1 pages, 6 skipped")
+        progress.task("forecasting", total=33, info="failed 0  cached 0  $0.0000")
+    lines = out.file.getvalue().splitlines()
+    assert len(lines) == 2 and all(_progress(line) for line in lines), lines
+    assert not _progress("11 of 11 forecasts are 0.50: answering nearly the same to every question passes some checks")

@@ -39,8 +39,8 @@ def degenerate(probabilities: Sequence[float]) -> str | None:
     if count < DEGENERATE_SHARE * len(probabilities):
         return None
     return (
-        f"{count} of {len(probabilities)} forecasts are {value:.2f}: a forecaster that gives nearly the same "
-        "answer to every question shows few violations without being coherent, so a low violation here is not a pass."
+        f"{count} of {len(probabilities)} forecasts are {value:.2f}: answering nearly the same to every question "
+        "passes some checks by that alone, coherent or not."
     )
 
 

