@@ -162,3 +162,26 @@ def test_cc_evaluate_with_logprobs_writes_the_forecasts_the_rule_decides(tmp_pat
     assert sorted(r["forecast"]["prob"] for r in records) == pytest.approx(sorted(probability_for(t) for t in sent))
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["forecaster"]["forecaster_class"] == "LogprobForecaster"
+
+
+def test_logprobs_travel_through_the_batch_api_too(tmp_path):
+    with ScriptedServer(probability_rule()) as srv:
+        spec = f"logprob:{srv.model_spec()}"
+        argv = ["evaluate", "-f", spec, "-c", "neg", "-n", "2", "--batch", "--batch-poll", "0.2", "-o", "run"]
+        res = CliRunner().invoke(app, argv)
+        sent = [r.last_user_text for r in srv.requests]
+        assert srv.batches.batches_created >= 1  # the requests went as lines of a batch file
+    assert res.exit_code == 0, res.output
+    records = [json.loads(line) for line in (tmp_path / "run" / "forecasts.jsonl").read_text().splitlines()]
+    assert sorted(r["forecast"]["prob"] for r in records) == pytest.approx(sorted(probability_for(t) for t in sent))
+
+
+def test_a_run_recorded_with_local_as_basic_resumes_with_basic():
+    """`local` meant the basic forecaster before it meant logprob: a run begun then keeps its forecaster."""
+    from consistency.forecasters.loading import load_recorded
+
+    assert type(load_recorded("local", {}, "BasicForecaster")) is BasicForecaster
+    assert load_recorded("local", {"reasoning": "true"}, "BasicForecaster").reasoning is True
+    assert type(load_recorded("local", {}, "LogprobForecaster")) is LogprobForecaster
+    assert type(load_recorded("local", None, None)) is LogprobForecaster
+    assert type(load_recorded("basic:local", {}, "LogprobForecaster")) is BasicForecaster  # a spec that says

@@ -157,6 +157,18 @@ def load_forecaster(spec: str | Forecaster, options: Mapping[str, str] | Iterabl
         raise ForecasterSpecError(f"cannot create forecaster {spec!r}: {exc}") from None
 
 
+def load_recorded(spec: str, options: Mapping[str, Any] | None, recorded_class: str | None) -> Forecaster:
+    """The forecaster a run recorded, to resume it: ``spec`` as :func:`load_forecaster` reads it today, unless a
+    bare model spec now means another built-in than the run used (``local`` meant ``basic`` before it meant
+    ``logprob``): then the run's own class, with that model, so that a resume never changes what it measures."""
+    bare = ":" not in spec.replace("://", "").split("::")[0]  # not name:model, ft:..., a module:Class
+    if bare and recorded_class is not None:
+        for name, cls in _REGISTRY.items():
+            if cls.__name__ == recorded_class and cls is not forecaster_class(spec)[0]:
+                return load_forecaster(f"{name}:{spec}", options)
+    return load_forecaster(spec, options)
+
+
 def _check_model_option(cls: type[Forecaster], raw: dict[str, Any], spec: str) -> None:
     """A ``model`` option (``cot:NAME``, ``-F model=NAME``) is held to :func:`hosted_model`'s rule; a class
     with a ``base`` option (``arbitrage:SPEC``) reads it as a forecaster spec, checked when that is loaded."""
