@@ -190,3 +190,13 @@ def test_the_documentations_harness_recognises_plain_progress_lines():
     lines = out.file.getvalue().splitlines()
     assert len(lines) == 2 and all(_progress(line) for line in lines), lines
     assert not _progress("11 of 11 forecasts are 0.50: answering nearly the same to every question passes some checks")
+
+
+def test_only_the_task_under_way_keeps_a_heartbeat():
+    out = console(terminal=False)
+    with Progress(out, interval=0.01) as progress:
+        first = progress.task("first", total=10)
+        first.update(completed=4)  # left unfinished, as a check that could not make all its tuples
+        progress.task("second", total=10)
+        wait_for(lambda: out.file.getvalue().count("second 0/10") >= 3, timeout=60)
+    assert out.file.getvalue().count("first 4/10") == 1

@@ -2,8 +2,8 @@
 
 On a terminal, rich draws the bars. When stderr is a file, a pipe or a CI log, a live display prints
 nothing until it ends, so :class:`Progress` prints a plain line per task instead (``forecasting 12/33
-failed 0 ... 0:00:25``) when the task starts, every ``interval`` seconds while it changes (at least
-every :data:`HEARTBEAT` intervals while it does not) and when it ends, as pip and inspect do in logs.
+failed 0 ... 0:00:25``) when the task starts, every ``interval`` seconds while it changes (the latest
+task at least every :data:`HEARTBEAT` intervals while it waits) and when it ends, as pip and inspect do.
 
 What the bundled local model is doing before its first answer (downloading its weights, starting its
 server: tens of seconds) reaches the user the same way: :func:`local_model_status` routes the log
@@ -203,11 +203,14 @@ class Progress:
         task.shown, task.shown_at = state, time.monotonic()
 
     def _tick(self) -> None:
+        """Every interval: the lines that changed; and the latest task's line, if it is still under way
+        and said nothing for :data:`HEARTBEAT` intervals (the command is alive, waiting)."""
         while not self._stop.wait(self.interval):
             with self._lock:
                 now = time.monotonic()
                 for task in self.tasks:
-                    stale = now - task.shown_at >= HEARTBEAT * self.interval - 0.01
+                    waiting = task is self.tasks[-1] and not task.done
+                    stale = waiting and now - task.shown_at >= HEARTBEAT * self.interval - 0.01
                     if task.shown != task.state() or stale:
                         self._print_task(task, force=True)
 
