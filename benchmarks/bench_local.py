@@ -13,9 +13,9 @@ the order old, new, ceiling, new, old, so that a change of the machine's load we
 alike. The ceiling is the new requests sent straight to llama.cpp's server (no client layer). Prints
 
     server_start_s=<s> slots=<n> threads=<n>
-    phase=<name> wall_s=<s> ...                      (one line per phase, as it ends)
+    phase=<name> wall_s=<s> cpu_s=<s> ...            (one line per phase, as it ends)
     distinct_probabilities=<n> questions=<n> failed=<n> min=<p> max=<p> answer_mass_median=<m>
-    old_s=<s> new_s=<s> time_ratio_new_old=<new/old>
+    old_s=<s> new_s=<s> time_ratio_new_old=<new/old> old_cpu_s=<s> new_cpu_s=<s> cpu_ratio_new_old=<new/old>
     tokens_per_question_old=<n> prompt=<n> generated=<n>
     tokens_per_question_new=<n> prompt=<n> generated=<n>
     ceiling_questions_per_s=<q/s> local_questions_per_s=<q/s> ratio=<layer/ceiling>
@@ -23,6 +23,8 @@ alike. The ceiling is the new requests sent straight to llama.cpp's server (no c
 
 Targets: ``distinct_probabilities`` >= 20 (distinct to 3 decimals), ``time_ratio_new_old`` <= 1 (the
 quick start is no slower than with the old elicitation), ``ratio`` >= 0.8 (the layer's overhead).
+``cpu_s`` is the CPU time the server and this process used in a phase: on a shared machine the wall
+times follow the other jobs' load, the CPU time far less (``cpu_ratio_new_old`` compares the work).
 ``answer_mass`` is P(Yes) + P(No) summed over their spellings: how much of the first token's distribution
 the two answers hold. ``--smoke`` runs the same code paths on one check (2 questions), one server for
 every phase and one round: seconds, and figures that only show the paths work.
@@ -49,6 +51,22 @@ from consistency.llm.local import LocalServer, resolve_weights
 from consistency.llm.local import server as local_server
 
 SPECS = {"old": "basic:local", "new": "local"}
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """CPU time (user + system) used so far by the server process ``pid`` and by this process.
+
+    On a shared machine a phase's wall time follows the other jobs' load (the same phase took 47 s and
+    92 s in one run); the CPU time the work itself needed moves far less, so both are reported.
+    """
+    own = os.times()
+    total = own.user + own.system
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    except (OSError, IndexError, ValueError):
+        pass  # no /proc (not Linux): this process's own time only
+    return total
 
 
 def logprob_bodies(checks: list[str] | None, limit: int) -> list[dict]:
@@ -113,14 +131,16 @@ def main() -> None:
                     server = fresh()
                 warm_up(server.base_url)
                 local_server._SHARED = server  # what `local` resolves to in this process
+                cpu = cpu_seconds(server.pid)
                 if phase == "ceiling":
-                    m = measure(server.base_url, bodies, server.parallel)
-                    runs[phase].append(m)
-                    print(f"phase=ceiling wall_s={m['wall_s']:.1f} questions_per_s={m['questions_per_s']:.3f}")
+                    r = measure(server.base_url, bodies, server.parallel)
+                    said = f"questions_per_s={r['questions_per_s']:.3f}"
                 else:
                     r = timed_evaluate(root, f"{phase}{i}", SPECS[phase], server.parallel, checks, limit)
-                    runs[phase].append(r)
-                    print(f"phase={phase} spec={SPECS[phase]} wall_s={r['wall_s']:.1f} failed={r['failed']}")
+                    said = f"spec={SPECS[phase]} failed={r['failed']}"
+                r["cpu_s"] = cpu_seconds(server.pid) - cpu
+                runs[phase].append(r)
+                print(f"phase={phase} wall_s={r['wall_s']:.1f} cpu_s={r['cpu_s']:.1f} {said}")
                 print(f"  loadavg={os.getloadavg()[0]:.2f}", flush=True)
         finally:
             server.stop()
@@ -139,7 +159,12 @@ def report(runs: dict[str, list[dict]]) -> None:
     )
     old_s = statistics.mean(r["wall_s"] for r in runs["old"])
     new_s = statistics.mean(r["wall_s"] for r in runs["new"])
-    print(f"old_s={old_s:.1f} new_s={new_s:.1f} time_ratio_new_old={new_s / old_s:.3f}")
+    old_cpu = statistics.mean(r["cpu_s"] for r in runs["old"])
+    new_cpu = statistics.mean(r["cpu_s"] for r in runs["new"])
+    print(
+        f"old_s={old_s:.1f} new_s={new_s:.1f} time_ratio_new_old={new_s / old_s:.3f} "
+        f"old_cpu_s={old_cpu:.1f} new_cpu_s={new_cpu:.1f} cpu_ratio_new_old={new_cpu / old_cpu:.3f}"
+    )
     for name, r in (("old", old), ("new", new)):
         prompt, generated = r["prompt_per_q"], r["generated_per_q"]
         print(f"tokens_per_question_{name}={prompt + generated:.0f} prompt={prompt:.0f} generated={generated:.1f}")
