@@ -9,13 +9,15 @@ questions, no response cache) through our LLM layer with the two ways of asking 
   about 13 generated tokens, which SmolLM2-135M fills with 0.9999 or more for every question.
 
 Each phase runs on a freshly started server (no phase finds another's prompts in llama.cpp's cache), in
-the order old, new, ceiling, new, old, so that a change of the machine's load weighs on both sides
-alike. The ceiling is the new requests sent straight to llama.cpp's server (no client layer). Prints
+the order old, new, ceiling, new, old (``--rounds`` pairs of old and new, in alternating order), so
+that a change of the machine's load weighs on both sides alike. The ceiling is the new requests sent
+straight to llama.cpp's server (no client layer). Prints
 
     server_start_s=<s> slots=<n> threads=<n>
     phase=<name> wall_s=<s> cpu_s=<s> ...            (one line per phase, as it ends)
     distinct_probabilities=<n> questions=<n> failed=<n> min=<p> max=<p> answer_mass_median=<m>
-    old_s=<s> new_s=<s> time_ratio_new_old=<new/old> old_cpu_s=<s> new_cpu_s=<s> cpu_ratio_new_old=<new/old>
+    old_s=<s> new_s=<s> time_ratio_new_old=<new/old> pair_ratios=<new/old of each pair,...>
+        old_cpu_s=<s> new_cpu_s=<s> cpu_ratio_new_old=<new/old>
     tokens_per_question_old=<n> prompt=<n> generated=<n>
     tokens_per_question_new=<n> prompt=<n> generated=<n>
     ceiling_questions_per_s=<q/s> local_questions_per_s=<q/s> ratio=<layer/ceiling>
@@ -105,10 +107,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slots", type=int, default=local_server.DEFAULT_PARALLEL)
     parser.add_argument("--threads", type=int, default=None, help="default: as the server chooses (free cores)")
+    parser.add_argument("--rounds", type=int, default=2, help="pairs of old and new runs, in alternating order")
     parser.add_argument("--smoke", action="store_true", help="one check, one server, one round: seconds")
     args = parser.parse_args()
     checks, limit = (["neg"], 1) if args.smoke else (None, 1)
-    order = ["old", "new", "ceiling"] if args.smoke else ["old", "new", "ceiling", "new", "old"]
+    rounds = 1 if args.smoke else max(1, args.rounds)
+    order = [phase for r in range(rounds) for phase in (("old", "new") if r % 2 == 0 else ("new", "old"))]
+    order.insert(2, "ceiling")  # old, new, ceiling, new, old, old, new...
     weights = resolve_weights()  # the bundled GGUF, fetched into the user's cache once
     bodies = logprob_bodies(checks, limit)
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,8 +166,10 @@ def report(runs: dict[str, list[dict]]) -> None:
     new_s = statistics.mean(r["wall_s"] for r in runs["new"])
     old_cpu = statistics.mean(r["cpu_s"] for r in runs["old"])
     new_cpu = statistics.mean(r["cpu_s"] for r in runs["new"])
+    pairs = [n["wall_s"] / o["wall_s"] for o, n in zip(runs["old"], runs["new"], strict=True)]
     print(
         f"old_s={old_s:.1f} new_s={new_s:.1f} time_ratio_new_old={new_s / old_s:.3f} "
+        f"pair_ratios={','.join(f'{r:.2f}' for r in pairs)} "
         f"old_cpu_s={old_cpu:.1f} new_cpu_s={new_cpu:.1f} cpu_ratio_new_old={new_cpu / old_cpu:.3f}"
     )
     for name, r in (("old", old), ("new", new)):
