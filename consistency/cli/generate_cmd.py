@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..checks import Check, UnknownCheckError, all_checks, get_check
 from ..embeddings import make_embedder
@@ -23,6 +22,7 @@ from ..models import ForecastingQuestion
 from .console import err, escape, out
 from .exits import ExitCode
 from .llm_command import LLMArgs, llm_command, print_usage, run_calls
+from .progress import Progress
 
 
 class InstantiatorChoice(StrEnum):
@@ -221,19 +221,17 @@ async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan,
         inst = LLMInstantiator(llm, llm_args.model) if plan.instantiator == "llm" else TemplateInstantiator()
         verifier = TupleVerifier(llm, plan.judge, plan.threshold) if plan.verify else None
         scorer = (llm, plan.judge) if plan.relevance == "llm" else (None, None)
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, TextColumn("{task.fields[note]}"), console=err) as progress:
+        with Progress() as progress:
             for check in checks:
                 ranker = None
                 if plan.relevance != "off":
                     ranker = RelevanceRanker(make_embedder(plan.embeddings, llm), *scorer)
-                task = progress.add_task(check.class_name, total=plan.options.n, note="")
+                task = progress.task(check.class_name, total=plan.options.n)
 
                 def show(r: GenerateReport, task=task) -> None:
                     rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
                     skipped = f", {r.skipped} skipped" if r.skipped else ""
-                    note = f"{rejected} rejected{skipped}, {llm.stats.calls} calls"
-                    progress.update(task, completed=r.total, note=note)
+                    task.update(completed=r.total, info=f"{rejected} rejected{skipped}, {llm.stats.calls} calls")
 
                 try:
                     report = await generate(
@@ -247,7 +245,7 @@ async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan,
                         on_progress=show,
                     )
                 except ValueError as exc:  # e.g. fewer base questions than the check needs: the others go on
-                    progress.update(task, note="skipped")
+                    task.update(info="skipped")
                     skipped.append((check.name, str(exc)))
                     continue
                 reports.append(report)

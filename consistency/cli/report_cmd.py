@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .console import err, escape, fmt, out
+from .progress import working
 
 
 def report(
@@ -55,7 +56,7 @@ def report(
 
     start = time.perf_counter()
     try:
-        with err.status(f"reading {len(paths)} path(s) and drawing the figures"):
+        with working(f"reading {len(paths)} path(s) and drawing the figures"):
             result = make_report(paths, out_file, top=top, png_dir=png, title=title)
     except (InputError, ReportInputError, ScoringError, ScoreInputError, DetectionError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")

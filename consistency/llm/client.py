@@ -35,8 +35,9 @@ from .batch import BatchProgress
 from .cache import ResponseCache, cache_key
 from .endpoint import Endpoint, tls_context
 from .errors import describe, lost_in_transit, short, transient
-from .fatal import Breaker, FatalError, diagnose
+from .fatal import Breaker, FatalError, diagnose, host_of
 from .ledger import LEDGER, Ledger, batched
+from .logprobs import MAX_TOP_LOGPROBS, NextToken, next_token
 from .models import LLMResult, LLMSettings
 from .retry import backoff
 from .secrets import redact
@@ -108,6 +109,16 @@ class LLM:
     async def text(self, model: str | ModelSpec, messages: Messages, **params: Any) -> LLMResult[str]:
         """A free-text answer."""
         return await self._call(model, list(messages), None, params)
+
+    async def next_token(
+        self, model: str | ModelSpec, messages: Messages, top_logprobs: int = MAX_TOP_LOGPROBS, **params: Any
+    ) -> LLMResult[NextToken]:
+        """The distribution of the answer's first token: one generated token (``max_tokens=1`` unless
+        ``params`` sets a limit), its ``top_logprobs`` most likely alternatives. An endpoint that returns
+        no logprobs stops the run (every call would fail the same way)."""
+        limit = {} if "max_tokens" in params or "max_completion_tokens" in params else {"max_tokens": 1}
+        asked = {**limit, **params, "logprobs": True, "top_logprobs": top_logprobs}
+        return await self._call(model, list(messages), NextToken, asked)
 
     async def embed(self, model: str | ModelSpec, texts: Sequence[str]) -> list[list[float]]:
         """Embedding vectors (cached per text); raises once retries are exhausted."""
@@ -294,6 +305,8 @@ class LLM:
         self, ep: Endpoint, messages: list[dict[str, Any]], response_model: type | None, params: dict[str, Any]
     ) -> LLMResult:
         _, create = ep.pick()
+        if response_model is NextToken:
+            return self._next_token(ep, await create(model=ep.model, messages=messages, **params))
         if response_model is None:
             completion = await create(model=ep.model, messages=messages, **params)
             usage = Usage.of(ep.model, completion.usage, batched())
@@ -330,6 +343,20 @@ class LLM:
         value = response_model.model_validate(parsed.model_dump())
         completion = completions[-1]
         return LLMResult(value, raw=raw_text(completion), usage=usage)
+
+    def _next_token(self, ep: Endpoint, completion: Any) -> LLMResult:
+        """A completion's first-token distribution; none at all means the endpoint ignores ``logprobs``."""
+        usage = Usage.of(ep.model, completion.usage, batched())
+        self._spend(usage)
+        raw = raw_text(completion)
+        found = next_token(completion)
+        if found is None:
+            self.breaker.trip(
+                f"{host_of(ep.spec)} returned no logprobs for model {ep.spec.model!r}: the logprob forecaster needs "
+                "an endpoint that returns them (OpenAI's, llama.cpp's, vLLM's do); use basic:MODEL with this one"
+            )
+            return LLMResult(None, error="the endpoint returned no logprobs", raw=raw, usage=usage)
+        return LLMResult(found, raw=raw, usage=usage)
 
     async def _ask_longer(
         self,
