@@ -49,6 +49,14 @@ def repair(
             help="A questions or ground-truth results file: resolutions for questions of the same text.",
         ),
     ] = None,
+    skip_conflicts: Annotated[
+        bool,
+        typer.Option(
+            "--skip-conflicts",
+            help="Joint repair of tuples that contradict each other: leave out each conflicting set found (listed) "
+            "and repair the rest (default: stop, name the conflicting tuples, write nothing).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the repair report as JSON.")] = False,
 ) -> None:
     """Project the forecasts onto the coherent set (no model calls) and write a repaired run directory.
@@ -57,7 +65,8 @@ def repair(
     squared distance moved; log: by the arbitrage profit); where questions are resolved the realized change
     is shown."""
     from ..files import DetectionError
-    from ..repair.runs import repair_run
+    from ..repair.conflicts import RepairFailed
+    from ..repair.runs import ConflictingForecasts, repair_run
     from ..repair.sources import NothingToRepair, RepairInputError
 
     if score not in ("brier", "log"):
@@ -66,7 +75,28 @@ def repair(
     if joint is None:
         joint = score == "brier"
     try:
-        report = repair_run(path, score, joint, out_dir, force=force, resolutions=resolutions)  # type: ignore[arg-type]
+        report = repair_run(
+            path,
+            score,  # type: ignore[arg-type]
+            joint,
+            out_dir,
+            force=force,
+            resolutions=resolutions,
+            skip_conflicts=skip_conflicts,
+        )
+    except ConflictingForecasts as exc:
+        how = "no forecasts satisfy them together" if exc.certain else "the repair found no forecasts satisfying them"
+        err.print(
+            f"[red]conflict[/red]: {len(exc.described)} tuples contradict each other ({how}; any "
+            f"{len(exc.described) - 1} of them can be made coherent), so nothing was written; "
+            "--skip-conflicts repairs the others:"
+        )
+        for t in exc.described:
+            err.print(f"  {t.describe()}", markup=False, soft_wrap=True)
+        raise typer.Exit(ExitCode.FAILED) from None
+    except RepairFailed as exc:
+        err.print(f"[red]repair failed[/red]: {escape(str(exc))}; nothing was written")
+        raise typer.Exit(ExitCode.FAILED) from None
     except NothingToRepair as exc:
         err.print(f"[red]nothing to repair[/red]: {escape(str(exc))}")
         raise typer.Exit(ExitCode.FAILED) from None
@@ -125,10 +155,19 @@ def render_table(report: RepairReport) -> Table:
 
 def _notes(report: RepairReport) -> None:
     t = report.total
+    if report.left_out:
+        sets = len({c.conflict for c in report.left_out})
+        out.print(
+            f"[yellow]{len(report.left_out)} tuple(s) left out[/yellow]: {sets} set(s) of tuples that contradict "
+            "each other (--skip-conflicts; all listed in repair.json):"
+        )
+        for c in report.left_out[:10]:
+            out.print(f"  set {c.conflict + 1}: {c.describe()}", markup=False, soft_wrap=True)
     if report.joint:
+        which = "all its tuples" if not report.left_out else "all its other tuples"
         out.print(
             f"{report.questions} distinct questions, one value each; the guaranteed gain holds for the whole graph "
-            f"in every world consistent with all its tuples: {fmt(t.guaranteed)}"
+            f"in every world consistent with {which}: {fmt(t.guaranteed)}"
         )
     if report.disagreeing_questions:
         how = "started from the mean of its forecasts" if report.joint else "repaired in each tuple separately"

@@ -33,13 +33,14 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..checks.check import NONE, Check
 from .active_set import solve_newton
-from .qp import Block, System, build, read_solution, solve_clarabel
+from .conflicts import ConflictingTuples, RepairFailed, find_conflict
+from .qp import Block, System, build, involved_tuples, read_solution, solve_clarabel
 from .tuples import ConditionalPlan, Score, TupleRepair, check_score, guaranteed_improvement, repair_tuples
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ OUTER_TOL = 1e-10
 _MAX_OUTER = 60
 _DEPTH = 5  # Anderson acceleration's memory
 _STALL = 4  # stop when the best residual has not improved for this many outer iterations
+_FAIL = 1e-6  # conditional values this far from the fixed point: no repair
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,11 @@ class GraphRepair:
     """One repaired value per question and the guarantees.
 
     ``moved``: the total squared change. ``guaranteed``: the smallest loss improvement over every joint
-    world consistent with all tuples (a lower bound: ``moved`` when every field is binary).
+    world consistent with all tuples repaired (a lower bound: ``moved`` when every field is binary).
     ``per_block``: each block's tuples gathered from ``repaired``; their ``guaranteed`` is on that
-    tuple's own worlds and may be negative for one tuple in a joint repair.
+    tuple's own worlds and may be negative for one tuple in a joint repair. ``left_out``: the (block,
+    row) pairs of tuples left out because they conflict with others (``skip_conflicts``); the
+    guarantee is over the other tuples' worlds.
     """
 
     repaired: np.ndarray
@@ -67,12 +71,23 @@ class GraphRepair:
     status: str
     iterations: int
     seconds: float
+    left_out: list[tuple[int, int]] = field(default_factory=list)
+    conflicts: list[ConflictingTuples] = field(default_factory=list)
 
 
-def repair_graph(blocks: Sequence[tuple[Check, np.ndarray]], probs: np.ndarray, score: Score = "brier") -> GraphRepair:
+def repair_graph(
+    blocks: Sequence[tuple[Check, np.ndarray]],
+    probs: np.ndarray,
+    score: Score = "brier",
+    *,
+    skip_conflicts: bool = False,
+) -> GraphRepair:
     """Repair forecasts ``probs`` (shape ``(M,)``) jointly over ``blocks`` of ``(check, idx)``.
 
-    ``idx`` has shape ``(N_t, n_fields)``: the positions in ``probs`` of each tuple's fields.
+    ``idx`` has shape ``(N_t, n_fields)``: the positions in ``probs`` of each tuple's fields. Raises
+    :class:`.conflicts.ConflictingTuples` (carrying an irreducible set of (block, row) pairs) when no
+    forecasts satisfy all tuples; with ``skip_conflicts`` such sets are left out, one after another,
+    and the rest repaired. :class:`.conflicts.RepairFailed`: the solver failed otherwise.
     """
     start = time.perf_counter()
     check_score(score)
@@ -85,27 +100,33 @@ def repair_graph(blocks: Sequence[tuple[Check, np.ndarray]], probs: np.ndarray, 
     if p.ndim != 1 or not np.all(np.isfinite(p)) or np.any((p < 0) | (p > 1)):
         raise ValueError("probs must be a 1-d array of finite forecasts in [0, 1]")
     M = len(p)
-    parts: list[Block] = []
-    offset = M
+    checked: list[tuple[Check, np.ndarray]] = []
     for check, idx in blocks:
         idx = np.asarray(idx)
         if idx.ndim != 2 or idx.shape[1] != check.n_fields or not np.issubdtype(idx.dtype, np.integer):
             raise ValueError(f"{check.name}: idx must be an integer array of shape (N, {check.n_fields})")
         if idx.size and (idx.min() < 0 or idx.max() >= M):
             raise ValueError(f"{check.name}: idx refers to questions outside 0..{M - 1}")
-        part = Block(check, idx.astype(np.int64), offset, np.asarray(check.worlds))
-        parts.append(part)
-        offset += part.size
-    conditional = _conditional_questions(parts, M)
-    if any(len(part.idx) for part in parts):
-        q, status, iterations = _solve(parts, p, conditional)
-    else:  # nothing constrains the forecasts
-        q, status, iterations = p.copy(), "Solved", 0
+        checked.append((check, idx.astype(np.int64)))
+    keep = [np.ones(len(idx), dtype=bool) for _, idx in checked]
+    conflicts: list[ConflictingTuples] = []
+    while True:
+        try:
+            q, status, iterations, conditional = _solve_kept(checked, keep, p)
+            break
+        except _Unsolved as exc:
+            conflict = _explain(checked, keep, exc)
+            if not skip_conflicts:
+                raise conflict from None
+            conflicts.append(conflict)
+            for b, r in conflict.tuples:
+                keep[b][r] = False
+            log.info("joint repair: %s; left out", conflict)
     per_block = []
-    for part in parts:
-        pb, qb = p[part.idx], q[part.idx]
+    for check, idx in checked:
+        pb, qb = p[idx], q[idx]
         moved = ((pb - qb) ** 2).sum(axis=1)
-        gain = guaranteed_improvement(part.check, pb, qb, "brier") if len(pb) else np.zeros(0)
+        gain = guaranteed_improvement(check, pb, qb, "brier") if len(pb) else np.zeros(0)
         per_block.append(TupleRepair(qb, moved, gain, iterations))
     change = (p - q) ** 2
     return GraphRepair(
@@ -116,7 +137,60 @@ def repair_graph(blocks: Sequence[tuple[Check, np.ndarray]], probs: np.ndarray, 
         status=status,
         iterations=iterations,
         seconds=time.perf_counter() - start,
+        left_out=sorted((b, r) for c in conflicts for b, r in c.tuples),
+        conflicts=conflicts,
     )
+
+
+def _solve_kept(
+    checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], p: np.ndarray
+) -> tuple[np.ndarray, str, int, np.ndarray]:
+    """(q, status, outer iterations, conditional questions) over the kept rows; raises :class:`_Unsolved`."""
+    M = len(p)
+    parts: list[Block] = []
+    offset = M
+    for (check, idx), rows in zip(checked, keep, strict=True):
+        part = Block(check, idx[rows], offset, np.asarray(check.worlds))
+        parts.append(part)
+        offset += part.size
+    conditional = _conditional_questions(parts, M)
+    if not any(len(part.idx) for part in parts):  # nothing constrains the forecasts
+        return p.copy(), "Solved", 0, conditional
+    return (*_solve(parts, p, conditional), conditional)
+
+
+class _Unsolved(Exception):
+    """The inner QP was not solved: its status and, per kept tuple (numbered as built), whether its
+    infeasibility certificate involves it (None: no certificate)."""
+
+    def __init__(self, status: str, involved: np.ndarray | None) -> None:
+        super().__init__(status)
+        self.status, self.involved = status, involved
+
+
+def _explain(checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], exc: _Unsolved) -> ConflictingTuples:
+    """The conflict behind an unsolved QP, or :class:`RepairFailed` when the tuples do not conflict."""
+    kept = [(b, int(r)) for b, rows in enumerate(keep) for r in np.flatnonzero(rows)]
+    candidates = kept
+    if exc.involved is not None and exc.involved.any():
+        candidates = [t for t, hit in zip(kept, exc.involved, strict=True) if hit]
+    conditional = any((check.worlds == NONE).any() for check, _ in checked)
+    repairs = _repairs if conditional else None
+    conflict = find_conflict(checked, candidates, exc.status, repairs)
+    if conflict is None and candidates is not kept:
+        conflict = find_conflict(checked, kept, exc.status, repairs)
+    if conflict is None:
+        raise RepairFailed(f"the joint repair's solver stopped with status {exc.status} and no conflicting tuples")
+    return conflict
+
+
+def _repairs(blocks: list[tuple[Check, np.ndarray]], m: int) -> bool:
+    """Whether the joint repair of ``blocks`` (over ``m`` questions) succeeds: a test for conflicts."""
+    try:
+        _solve_kept(blocks, [np.ones(len(idx), dtype=bool) for _, idx in blocks], np.full(m, 0.5))
+    except _Unsolved:
+        return False
+    return True
 
 
 def _conditional_questions(parts: list[Block], M: int) -> np.ndarray:
@@ -154,6 +228,8 @@ def _solve(parts: list[Block], p: np.ndarray, conditional: np.ndarray) -> tuple[
             xs, gs = [], []
             if outer - best_outer >= _STALL:
                 # the status says it; a user hears of it only when it is far from the QP's own accuracy
+                if best > _FAIL:
+                    raise _Unsolved(f"conditional values settled {best:.0e} from the fixed point", None)
                 (log.warning if best > 1e-7 else log.info)(
                     "joint repair: conditional values settled %.1e from the fixed point", best
                 )
@@ -168,6 +244,8 @@ def _solve(parts: list[Block], p: np.ndarray, conditional: np.ndarray) -> tuple[
             nxt = g - dG @ gamma
         c = c.copy()
         c[cond] = np.clip(nxt, 0.0, 1.0)
+    if change > _FAIL:
+        raise _Unsolved(f"conditional values still moving by {change:.0e}", None)
     log.warning("joint repair: conditional values still moving by %.1e after %d outer iterations", change, outer)
     return q, status + f" (conditional values moving by {change:.1e})", outer
 
@@ -232,6 +310,8 @@ class _Inner:
             x, z = self._newton(system)
         if x is None:
             x, z, status = solve_clarabel(system, self.p)
+            if status != "Solved":
+                _check_status(system, x, z, status)
         else:
             status = "Solved"
         lams, targets = read_solution(system, self.parts, x, z)
@@ -253,3 +333,20 @@ class _Inner:
         )
         self.state = (result.q, result.y, result.z)
         return result.q, np.concatenate([result.y, result.z])
+
+
+def _check_status(system: System, x: np.ndarray, z: np.ndarray, status: str) -> None:
+    """Accept a solution Clarabel reached at reduced accuracy when it satisfies the constraints to 1e-9;
+    else raise :class:`_Unsolved` with the tuples an infeasibility certificate involves."""
+    if status == "AlmostSolved":
+        off = max(
+            float(np.abs(system.A_eq @ x - system.b_eq).max(initial=0.0)),
+            float((system.A_in @ x - system.b_in).max(initial=0.0)),
+        )
+        if off <= 1e-9:
+            log.info("joint repair: Clarabel's status AlmostSolved, constraints met to %.0e", off)
+            return
+    involved = None
+    if status in ("PrimalInfeasible", "AlmostPrimalInfeasible"):
+        involved = involved_tuples(system, z, system.n_tuples)
+    raise _Unsolved(status, involved)

@@ -23,13 +23,28 @@ from .. import __version__
 from ..jsonl import atomic_write, dump_line, iter_json_lines, read_json_object, write_json
 from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
 from . import Score, repair_graph, repair_tuples
-from .report_model import CheckRepair, RepairReport, RepairTotal, Sums, contradictory, mean_violation
-from .sources import ForecastGraph, RepairInputError, read_graph
+from .conflicts import ConflictingTuples
+from .report_model import CheckRepair, ConflictTuple, RepairReport, RepairTotal, Sums, contradictory, mean_violation
+from .sources import CheckTuples, ForecastGraph, RepairInputError, read_graph
 
 log = logging.getLogger(__name__)
 
 REPORT_FILE = "repair.json"
 SCORES: tuple[Score, ...] = ("brier", "log")
+
+
+class ConflictingForecasts(ConflictingTuples):
+    """A joint repair refused: these tuples of the directory contradict each other (``described``: where
+    they are and what they ask). Nothing is written; ``skip_conflicts`` repairs the others."""
+
+    def __init__(self, found: ConflictingTuples, described: list[ConflictTuple]) -> None:
+        super().__init__(found.tuples, found.status, found.certain)
+        self.described = described
+        how = "no forecasts satisfy them together" if found.certain else "the repair found no forecasts satisfying them"
+        self.args = (
+            f"{len(described)} tuples contradict each other ({how}, while any {len(described) - 1} of them can be "
+            "made coherent), so there is no joint repair to write: " + "; ".join(t.describe() for t in described),
+        )
 
 
 @dataclass
@@ -54,23 +69,31 @@ def repair_run(
     *,
     force: bool = False,
     resolutions: str | Path | None = None,
+    skip_conflicts: bool = False,
 ) -> RepairReport:
     """Repair the forecasts of ``path`` (a run directory or a directory of ``<Checker>.jsonl`` forecasts) and
     write the repaired directory to ``out`` (default: next to ``path``, ``<name>-repaired-<score>-<joint|per-tuple>``).
 
     ``out`` is refused when it exists, unless ``force`` and it holds an earlier repair (never anything else).
+    A joint repair of tuples that contradict each other raises :class:`ConflictingForecasts` and writes
+    nothing, unless ``skip_conflicts``: then the conflicting tuples are left out (listed in the report).
     """
     source = Path(path)
     target = Path(out) if out is not None else default_out(source, score, joint)
     _check_target(source, target, force)
-    repaired = repair_forecasts(source, score, joint, resolutions=resolutions)
+    repaired = repair_forecasts(source, score, joint, resolutions=resolutions, skip_conflicts=skip_conflicts)
     repaired.report.out = str(target)
     write_repaired(repaired, target)
     return repaired.report
 
 
 def repair_forecasts(
-    path: str | Path | ForecastGraph, score: Score = "brier", joint: bool = True, *, resolutions=None
+    path: str | Path | ForecastGraph,
+    score: Score = "brier",
+    joint: bool = True,
+    *,
+    resolutions=None,
+    skip_conflicts: bool = False,
 ) -> Repaired:
     """The repair in memory (nothing written): what ``cc report --repair`` shows."""
     if score not in SCORES:
@@ -85,8 +108,14 @@ def repair_forecasts(
     used = [c for c in graph.checks if c.rows]
     begun = time.perf_counter()
     status = iterations = None
+    left_out: list[ConflictTuple] = []
     if joint:
-        result = repair_graph([(c.check, c.idx) for c in used], start, score)
+        try:
+            result = repair_graph([(c.check, c.idx) for c in used], start, score, skip_conflicts=skip_conflicts)
+        except ConflictingTuples as exc:
+            raise ConflictingForecasts(exc, _describe(graph, used, exc.tuples)) from None
+        for number, conflict in enumerate(result.conflicts):
+            left_out += _describe(graph, used, conflict.tuples, number)
         blocks = dict(zip([id(c) for c in used], result.per_block, strict=True))
         per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
         status, iterations = result.status, result.iterations
@@ -153,8 +182,23 @@ def repair_forecasts(
         iterations=iterations,
         seconds=seconds,
         errors=[str(e) for e in graph.errors],
+        left_out=left_out,
     )
     return Repaired(graph, probs, report)
+
+
+def _describe(
+    graph: ForecastGraph, used: list[CheckTuples], tuples: list[tuple[int, int]], conflict: int = 0
+) -> list[ConflictTuple]:
+    """The (block, row) pairs of a conflict as file lines and question titles."""
+    out = []
+    for b, r in tuples:
+        c = used[b]
+        questions = {name: graph.titles[q] for name, q in zip(c.check.field_names, c.rows[r], strict=True)}
+        out.append(
+            ConflictTuple(check=c.check.name, file=str(c.path), line=c.lines[r], questions=questions, conflict=conflict)
+        )
+    return out
 
 
 def _question_means(graph: ForecastGraph, per_check) -> np.ndarray:
