@@ -14,10 +14,12 @@ is 0 on the unresolved coordinates, which also score nothing) gives in every wor
     Brier(p, ω) - Brier(q, ω) >= Σ_{i resolves in ω} (p_i - q_i)²,
 
 so the loss never rises and falls by at least the squared distance moved on the fields that resolve.
-``H(q)`` depends only on ``q``'s conditional coordinates (one or two), so the fixed point is solved per
-tuple in that dimension: Newton's method with a finite-difference Jacobian, kept inside the unit box
-(and, in one dimension, inside a bracket of the root, which always exists: ``f(0) >= 0`` and
-``f(1) <= 1``), falling back to a plain fixed-point step when Newton does not reduce the residual.
+``H(q)`` depends only on ``q``'s conditional coordinates (one or two). The fixed point is found face by
+face (:mod:`.fixed_point`: Newton's method with the exact Jacobian on the projection's face, active-set
+moves between faces); a row no face takes falls back to bracketed root finding (one coordinate) or
+quasi-Newton with a nested bracketed solve (two). Where a condition has probability 0 its conditional
+value is free over an interval of fixed points, and the one nearest the start is taken (the forecasts'
+own value, or in a joint repair the previous one).
 
 Log geometry: the repair is the arbitrage prices of :func:`consistency.metrics.arbitrage` (the
 log-score market's max-min prices); the log loss improves in every world by at least the arbitrage
@@ -35,6 +37,7 @@ import numpy as np
 from ..checks.check import NONE, TRUE, Check
 from ..metrics.arbitrage import arbitrage, clip_forecasts
 from ..metrics.world_plans import plan_for
+from .fixed_point import FacePlan
 from .polytope import FixedHull, project_each
 
 log = logging.getLogger(__name__)
@@ -152,14 +155,28 @@ class ConditionalPlan:
         return q, q[:, self.cols] - c
 
     def fixed_point(self, p: np.ndarray, start: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-        """``q = Π_{H(q)}(p)`` for every row, and the iterations taken; ``start``: conditional values to start from.
+        """``q = Π_{H(q)}(p)`` for every row, and the iterations taken.
 
-        ``p`` may lie outside the unit box (a joint repair's local targets do).
+        ``start``: the conditional values to start from (default: the forecasts' own); where several
+        values are fixed points (a condition of probability 0), the one nearest ``start`` is returned.
+        ``p`` may lie outside the unit box (a joint repair's local targets do). Solved face by face
+        (:mod:`.fixed_point`); the rare rows no face takes go to :meth:`_robust`.
         """
-        # By default, start from the log repair's conditional values (the arbitrage prices, about a
-        # microsecond a tuple): typically four times closer to the fixed point than the forecasts.
         if start is None:
-            start = arbitrage(np.clip(p, 0.0, 1.0), self.worlds).prices[:, self.cols]
+            start = np.clip(p[:, self.cols], 0.0, 1.0)
+        q, _, done, iterations = FacePlan.of(self.worlds).solve(p, start)
+        rest = np.flatnonzero(~done)
+        if rest.size:
+            q[rest], more = self._robust(p[rest])
+            iterations += more
+        return q, iterations
+
+    def _robust(self, p: np.ndarray) -> tuple[np.ndarray, int]:
+        """The fixed point by bracketed root finding (one value) or quasi-Newton with a nested bracketed
+        fallback (two): slower than the face solver, for the rows it leaves."""
+        # Start from the log repair's conditional values (the arbitrage prices): typically four times
+        # closer to the fixed point than the forecasts.
+        start = arbitrage(np.clip(p, 0.0, 1.0), self.worlds).prices[:, self.cols]
         c = np.clip(start, 0.0, 1.0)
         if self.cols.size == 1:
             x, iterations = root_1d(lambda rows, x: self.image(p[rows], x[:, None])[1][:, 0], c[:, 0])
