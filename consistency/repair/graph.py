@@ -1,14 +1,15 @@
 """Joint repair: one repaired value per question, over tuples of several checks that share questions.
 
 Brier geometry. The forecasts ``p`` (one per distinct question) are projected onto the intersection
-of the tuples' coherent sets: minimise ``||q - p||²`` over ``q`` and, per tuple ``t``, a distribution
-``λ_t`` on its check's worlds with ``q[idx_t] = W_tᵀ λ_t``. That is a sparse convex QP, solved by
-Clarabel (an interior-point solver) with its gap and feasibility tolerances at 1e-12; the guarantee's
-error is bounded by the duality gap, which the tests check against brute force to 1e-9. Where a
-check's worlds are affinely independent (all shipped checks) the weights are an affine function of
-the forecasts and need no variables of their own. Every joint world consistent with all tuples (a
-0/1 vector over the questions) lies in the intersection, so by Pythagoras the Brier loss over all
-questions improves by at least ``||p - q||²`` in every such world.
+of the tuples' coherent sets: minimise ``||q - p||²`` subject to ``q[idx_t] ∈ H_t`` (the hull of tuple t's
+worlds) for every t. That is a sparse convex QP. It is solved by an augmented Lagrangian whose local step
+is the per-tuple projection and whose Newton systems are reduced to the questions tuples share
+(:mod:`.augmented`, to tuple incoherence 1e-11); Clarabel, an interior-point solver, is the reference
+(``CC_REPAIR_SOLVER=clarabel``) and takes over when the augmented Lagrangian does not converge, which is
+how tuples that contradict each other are recognised (:mod:`.conflicts`). Connected components are
+repaired apart, in processes of their own when several are large. Every joint world consistent with all
+tuples (a 0/1 vector over the questions) lies in the intersection, so by Pythagoras the Brier loss over
+all questions improves by at least ``||p - q||²`` in every such world.
 
 Tuples with conditional fields: the repair is the fixed point of :mod:`.tuples` in every tuple at
 once. The unresolved coordinates of each world take the current values ``c`` of the conditional
@@ -16,13 +17,14 @@ questions and the QP is solved with them fixed (one outer iteration). The next `
 conditional tuple's own fixed point for its local target (its repaired values plus its share of the
 QP's multipliers: with the other tuples held, its repair is the projection of that target), with
 Anderson acceleration, until ``c`` and the repaired values agree within ``1e-10`` or settle at the
-QP's accuracy (about 1e-9 on large graphs; the status says so). In every consistent joint world the
+QP's accuracy (the status says so). Each outer iteration's QP is warm-started from the last one's
+solution and solved only as accurately as the conditional values are yet known. In every consistent joint world the
 loss then improves by at least the squared distance moved on the questions that resolve there
 (a conditional question scores nothing where its condition fails); ``guaranteed`` counts the
 questions that resolve in every world.
 
-The QP's constraints and the Clarabel call live in :mod:`.qp`; ``CC_REPAIR_SOLVER=newton``
-solves it instead with the warm-started solver of :mod:`.active_set` (see :class:`_Inner`).
+The QP's constraints and the Clarabel call live in :mod:`.qp`; ``CC_REPAIR_SOLVER=newton`` solves it
+with the earlier warm-started solver of :mod:`.active_set` (see :class:`_Inner`).
 
 Log geometry is not supported jointly: per-tuple log repair (the arbitrage prices) or joint Brier.
 """
@@ -39,8 +41,9 @@ import numpy as np
 
 from ..checks.check import NONE, Check
 from .active_set import solve_newton
+from .augmented import FEAS_TOL, AugmentedLagrangian, LocalBlock, Solution
 from .conflicts import ConflictingTuples, RepairFailed, find_conflict
-from .qp import Block, System, build, involved_tuples, read_solution, solve_clarabel
+from .qp import Block, System, build, involved_tuples, read_solution, solve_clarabel, vertices
 from .tuples import ConditionalPlan, Score, TupleRepair, check_score, guaranteed_improvement, repair_tuples
 
 log = logging.getLogger(__name__)
@@ -49,7 +52,10 @@ OUTER_TOL = 1e-10
 _MAX_OUTER = 60
 _DEPTH = 5  # Anderson acceleration's memory
 _STALL = 4  # stop when the best residual has not improved for this many outer iterations
-_FAIL = 1e-6  # conditional values this far from the fixed point: no repair
+_FAIL = 1e-4  # conditional values this far from the fixed point: no repair (closer: the status says how close)
+SOLVERS = ("fast", "clarabel", "newton")
+_LOOSE_INNER = 1e-4  # the inner solution's accuracy in the first outer iterations
+PARALLEL_MIN = 20_000  # tuples in a component worth a process of its own
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,7 @@ class GraphRepair:
     seconds: float
     left_out: list[tuple[int, int]] = field(default_factory=list)
     conflicts: list[ConflictingTuples] = field(default_factory=list)
+    residual: float = 0.0  # conditional values: how far the last outer iteration left them from the fixed point
 
 
 def repair_graph(
@@ -112,7 +119,7 @@ def repair_graph(
     conflicts: list[ConflictingTuples] = []
     while True:
         try:
-            q, status, iterations, conditional = _solve_kept(checked, keep, p)
+            q, status, iterations, conditional, residual = _solve_kept(checked, keep, p)
             break
         except _Unsolved as exc:
             conflict = _explain(checked, keep, exc)
@@ -139,41 +146,124 @@ def repair_graph(
         seconds=time.perf_counter() - start,
         left_out=sorted((b, r) for c in conflicts for b, r in c.tuples),
         conflicts=conflicts,
+        residual=residual,
     )
 
 
 def _solve_kept(
     checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], p: np.ndarray
-) -> tuple[np.ndarray, str, int, np.ndarray]:
-    """(q, status, outer iterations, conditional questions) over the kept rows; raises :class:`_Unsolved`."""
+) -> tuple[np.ndarray, str, int, np.ndarray, float]:
+    """(q, status, outer iterations, conditional questions, residual) over the kept rows; raises :class:`_Unsolved`.
+
+    Connected components (tuples linked by shared questions) are repaired independently: in parallel
+    processes when at least two are large (:func:`_run_components`)."""
+    M = len(p)
+    kept = [(check, idx[rows], np.flatnonzero(rows)) for (check, idx), rows in zip(checked, keep, strict=True)]
+    conditional = _conditional_questions([Block(c, i, 0, np.asarray(c.worlds)) for c, i, _ in kept], M)
+    if not any(len(i) for _, i, _ in kept):  # nothing constrains the forecasts
+        return p.copy(), "Solved", 0, conditional, 0.0
+    labels, count = components([i for _, i, _ in kept], M)
+    jobs = []
+    for label in range(count):
+        blocks, rows, questions = [], [], []
+        for (check, idx, where), lab in zip(kept, labels, strict=True):
+            mine = np.flatnonzero(lab == label)
+            blocks.append((check, idx[mine]))
+            rows.append(where[mine])
+            questions.append(idx[mine].ravel())
+        used = np.unique(np.concatenate(questions))
+        local = [(check, np.searchsorted(used, idx)) for check, idx in blocks]
+        jobs.append((local, used, rows))
+    q = p.copy()
+    statuses, iterations, residual = [], 0, 0.0
+    for (_, used, rows), outcome in zip(jobs, _run_components([(lb, p[u]) for lb, u, _ in jobs]), strict=True):
+        if isinstance(outcome, _Unsolved):
+            tuples = [(b, int(rows[b][r])) for b, r in outcome.candidates] if outcome.candidates else None
+            raise _Unsolved(outcome.status, None, tuples)
+        q[used], status, its, res = outcome
+        statuses.append(status)
+        iterations = max(iterations, its)
+        residual = max(residual, res)
+    worst = next((st for st in statuses if st != "Solved"), "Solved")
+    return q, worst, iterations, conditional, residual
+
+
+def components(idx: list[np.ndarray], M: int) -> tuple[list[np.ndarray], int]:
+    """Per block, each tuple's connected component (tuples sharing a question are connected); and their number."""
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
+
+    sizes = [len(i) for i in idx]
+    T = sum(sizes)
+    tuple_of = np.repeat(np.arange(T), [i.shape[1] for i in idx for _ in range(len(i))]) if T else np.zeros(0, int)
+    questions = np.concatenate([i.ravel() for i in idx]) if T else np.zeros(0, int)
+    graph = sparse.coo_matrix((np.ones(len(questions)), (tuple_of, T + questions)), shape=(T + M, T + M))
+    _, labels = connected_components(graph, directed=False)
+    tuple_labels = labels[:T]
+    _, tuple_labels = np.unique(tuple_labels, return_inverse=True)
+    count = int(tuple_labels.max()) + 1 if T else 0
+    return list(np.split(tuple_labels, np.cumsum(sizes)[:-1])), count
+
+
+def _solve_component(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray):
+    """One connected component's repair: (q, status, iterations), or the :class:`_Unsolved` it raised with
+    its candidates as (block, row) pairs of ``blocks``."""
     M = len(p)
     parts: list[Block] = []
     offset = M
-    for (check, idx), rows in zip(checked, keep, strict=True):
-        part = Block(check, idx[rows], offset, np.asarray(check.worlds))
+    for check, idx in blocks:
+        part = Block(check, idx.astype(np.int64), offset, np.asarray(check.worlds))
         parts.append(part)
         offset += part.size
-    conditional = _conditional_questions(parts, M)
-    if not any(len(part.idx) for part in parts):  # nothing constrains the forecasts
-        return p.copy(), "Solved", 0, conditional
-    return (*_solve(parts, p, conditional), conditional)
+    try:
+        return _solve(parts, p, _conditional_questions(parts, M))
+    except _Unsolved as exc:
+        pairs = [(b, r) for b, (_, idx) in enumerate(blocks) for r in range(len(idx))]
+        if exc.involved is not None and exc.involved.any():
+            return _Unsolved(exc.status, None, [t for t, hit in zip(pairs, exc.involved, strict=True) if hit])
+        return _Unsolved(exc.status, None, pairs)
+
+
+def _run_components(jobs: list[tuple[list, np.ndarray]]) -> list:
+    """Solve each component: in a pool of processes when two or more have at least :data:`PARALLEL_MIN`
+    tuples (``CC_REPAIR_WORKERS`` caps the processes; 1 turns the pool off), else one after the other."""
+    sizes = [sum(len(idx) for _, idx in blocks) for blocks, _ in jobs]
+    big = sum(size >= PARALLEL_MIN for size in sizes)
+    workers = min(int(os.environ.get("CC_REPAIR_WORKERS") or os.cpu_count() or 1), big)
+    if workers < 2:
+        return [_solve_component(blocks, p) for blocks, p in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    order = np.argsort(sizes)[::-1]  # the largest first
+    results: list = [None] * len(jobs)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {int(j): pool.submit(_solve_component, *jobs[j]) for j in order if sizes[j] >= PARALLEL_MIN}
+        for j in order:
+            if sizes[j] < PARALLEL_MIN:
+                results[j] = _solve_component(*jobs[j])
+        for j, future in futures.items():
+            results[j] = future.result()
+    log.info("joint repair: %d components, %d of them in %d processes", len(jobs), len(futures), workers)
+    return results
 
 
 class _Unsolved(Exception):
-    """The inner QP was not solved: its status and, per kept tuple (numbered as built), whether its
-    infeasibility certificate involves it (None: no certificate)."""
+    """The inner QP was not solved: its status, and the tuples that may explain it: per tuple as built, whether
+    an infeasibility certificate involves it (``involved``), or a list of (block, row) pairs (``candidates``)."""
 
-    def __init__(self, status: str, involved: np.ndarray | None) -> None:
-        super().__init__(status)
-        self.status, self.involved = status, involved
+    def __init__(self, status: str, involved: np.ndarray | None, candidates: list | None = None) -> None:
+        super().__init__(status, involved, candidates)
+        self.status, self.involved, self.candidates = status, involved, candidates
+
+    def __str__(self) -> str:
+        return self.status
 
 
 def _explain(checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], exc: _Unsolved) -> ConflictingTuples:
     """The conflict behind an unsolved QP, or :class:`RepairFailed` when the tuples do not conflict."""
     kept = [(b, int(r)) for b, rows in enumerate(keep) for r in np.flatnonzero(rows)]
-    candidates = kept
-    if exc.involved is not None and exc.involved.any():
-        candidates = [t for t, hit in zip(kept, exc.involved, strict=True) if hit]
+    candidates = exc.candidates or kept
     conditional = any((check.worlds == NONE).any() for check, _ in checked)
     repairs = _repairs if conditional else None
     conflict = find_conflict(checked, candidates, exc.status, repairs)
@@ -203,11 +293,12 @@ def _conditional_questions(parts: list[Block], M: int) -> np.ndarray:
     return out
 
 
-def _solve(parts: list[Block], p: np.ndarray, conditional: np.ndarray) -> tuple[np.ndarray, str, int]:
+def _solve(parts: list[Block], p: np.ndarray, conditional: np.ndarray) -> tuple[np.ndarray, str, int, float]:
+    """(q, status, outer iterations, the conditional values' last residual |q_J - c|)."""
     inner = _Inner(parts, p)
     if not conditional.any():
         q, status, *_ = inner.solve(None)
-        return q, status, 1
+        return q, status, 1, 0.0
     # Outer iterations on the conditional questions' values c, from each tuple's own fixed point: the
     # map c -> _local(...) (whose fixed point is the repair), with Anderson acceleration.
     c = _start(parts, p, conditional)
@@ -216,12 +307,13 @@ def _solve(parts: list[Block], p: np.ndarray, conditional: np.ndarray) -> tuple[
     gs: list[np.ndarray] = []
     status, change, best, best_q, best_outer = "", np.inf, np.inf, p, 0
     for outer in range(1, _MAX_OUTER + 1):
-        q, status, _, targets = inner.solve(c)
+        # Early outer iterations need no exact inner solution: its accuracy follows the conditional values'.
+        q, status, _, targets = inner.solve(c, float(np.clip(0.01 * change, FEAS_TOL, _LOOSE_INNER)))
         x = c[cond]
         change = float(np.abs(q[cond] - x).max())
         log.info("joint repair: outer iteration %d, conditional values off by %.1e", outer, change)
         if change < OUTER_TOL:
-            return q, status, outer
+            return q, status, outer, change
         if change < best:
             best, best_q, best_outer = change, q, outer
         else:  # acceleration went astray, or the QP's accuracy is reached: plain local steps again
@@ -233,7 +325,7 @@ def _solve(parts: list[Block], p: np.ndarray, conditional: np.ndarray) -> tuple[
                 (log.warning if best > 1e-7 else log.info)(
                     "joint repair: conditional values settled %.1e from the fixed point", best
                 )
-                return best_q, f"{status} (conditional values settled to {best:.0e})", outer
+                return best_q, f"{status} (conditional values settled to {best:.0e})", outer, best
         g = _local(parts, targets, q, c, conditional)[cond]
         xs, gs = [*xs[-_DEPTH:], x], [*gs[-_DEPTH:], g]
         nxt = g
@@ -247,7 +339,7 @@ def _solve(parts: list[Block], p: np.ndarray, conditional: np.ndarray) -> tuple[
     if change > _FAIL:
         raise _Unsolved(f"conditional values still moving by {change:.0e}", None)
     log.warning("joint repair: conditional values still moving by %.1e after %d outer iterations", change, outer)
-    return q, status + f" (conditional values moving by {change:.1e})", outer
+    return q, status + f" (conditional values moving by {change:.1e})", outer, change
 
 
 def _local(parts: list[Block], targets: list, q: np.ndarray, c: np.ndarray, conditional: np.ndarray) -> np.ndarray:
@@ -286,27 +378,35 @@ def _start(parts: list[Block], p: np.ndarray, conditional: np.ndarray) -> np.nda
 
 
 class _Inner:
-    """The inner QP for successive conditional values: Clarabel by default.
+    """The inner QP for successive conditional values, by the solver ``CC_REPAIR_SOLVER`` names.
 
-    ``CC_REPAIR_SOLVER=newton`` picks :func:`.active_set.solve_newton` where every block's
-    weights are affine in the forecasts, warm-started from the last solution, with Clarabel taking
-    over when it fails. Measured: more accurate (20,000 tuples reach the fixed point to 1e-10 in 14
-    outer iterations, incoherence 9e-12, against Clarabel's 6e-9 and 18) but not yet faster (21 s
-    against 19 s there; at 100,000 tuples SuperLU's factorisation costs 10 s and the solver needs
-    about 150 of them), so it stays opt-in.
+    ``fast`` (the default): the augmented Lagrangian of :mod:`.augmented`, warm-started from the last outer
+    iteration's solution (faces, multipliers), with Clarabel taking over where it does not converge (tuples in
+    conflict: Clarabel's status and certificate then say which). ``clarabel``: Clarabel alone, the reference
+    the tests and the benchmark compare with. ``newton``: the active-set solver of :mod:`.active_set`
+    (affine blocks only; Clarabel otherwise), kept for comparison.
     """
 
     def __init__(self, parts: list[Block], p: np.ndarray) -> None:
         self.parts, self.p = parts, p
         self.state: tuple | None = None
-        self.use_newton = os.environ.get("CC_REPAIR_SOLVER", "clarabel") == "newton"
+        self.solver = os.environ.get("CC_REPAIR_SOLVER", "fast") or "fast"
+        if self.solver not in SOLVERS:
+            raise ValueError(f"CC_REPAIR_SOLVER must be one of {', '.join(SOLVERS)}, not {self.solver!r}")
+        self.alm: AugmentedLagrangian | None = None
+        self.warm: Solution | None = None
 
-    def solve(self, c: np.ndarray | None) -> tuple[np.ndarray, str, list, list]:
-        """q, status, each block's λ, each block's local target (see :func:`.qp.read_solution`)."""
+    def solve(self, c: np.ndarray | None, tol: float = FEAS_TOL) -> tuple[np.ndarray, str, list, list]:
+        """q, status, each block's λ (Clarabel and Newton only), each block's local target (q[idx] plus the
+        tuple's normal vector; see :func:`.qp.read_solution`). ``tol``: the fast solver's accuracy."""
+        if self.solver == "fast":
+            found = self._fast(c, tol)
+            if found is not None:
+                return found
         M = len(self.p)
         system = build(self.parts, M, c)
         x = z = None
-        if self.use_newton and system.affine:
+        if self.solver == "newton" and system.affine:
             x, z = self._newton(system)
         if x is None:
             x, z, status = solve_clarabel(system, self.p)
@@ -316,6 +416,37 @@ class _Inner:
             status = "Solved"
         lams, targets = read_solution(system, self.parts, x, z)
         return np.clip(x[:M], 0.0, 1.0), status, lams, targets
+
+    def _fast(self, c: np.ndarray | None, tol: float) -> tuple[np.ndarray, str, list, list] | None:
+        used = [i for i, part in enumerate(self.parts) if len(part.idx)]
+        blocks = []
+        for i in used:
+            part = self.parts[i]
+            if (part.worlds == NONE).any():
+                blocks.append(LocalBlock(part.idx, vertices=vertices(part, c)))
+            else:
+                blocks.append(LocalBlock(part.idx, worlds=part.worlds.astype(float)))
+        if self.alm is None:
+            self.alm = AugmentedLagrangian(blocks, self.p)
+        else:
+            self.alm.blocks = blocks
+        solution = self.alm.solve(self.warm, tol)
+        log.info(
+            "joint repair: augmented Lagrangian, %d rounds, %d Newton steps, incoherence %.1e, %.1f s",
+            solution.rounds,
+            solution.newton,
+            solution.incoherence,
+            solution.seconds,
+        )
+        if not solution.converged:
+            log.info("joint repair: the augmented Lagrangian did not converge; Clarabel takes over")
+            self.warm = None
+            return None
+        self.warm = solution
+        targets: list = [None] * len(self.parts)
+        for i, y in zip(used, solution.y, strict=True):
+            targets[i] = np.clip(solution.q[self.parts[i].idx], 0.0, 1.0) + y
+        return np.clip(solution.q, 0.0, 1.0), "Solved", [], targets
 
     def _newton(self, system: System) -> tuple[np.ndarray | None, np.ndarray | None]:
         start = time.perf_counter()
