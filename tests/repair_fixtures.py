@@ -88,7 +88,8 @@ def write_forecast_lines(root: Path, tuples: list[tuple[str, list[str], list[flo
         check = get_check(name)
         line = {
             field: {
-                "question": _question(title, None, hashlib.sha256(title.encode()).hexdigest()[:12]),
+                "question": _question(title, None, hashlib.sha256(title.encode()).hexdigest()[:12])
+                | {"question_type": check.question_types[field]},
                 "forecast": {"prob": float(prob), "metadata": None},
             }
             for field, title, prob in zip(check.field_names, titles, probs, strict=True)

@@ -26,14 +26,18 @@ def repair(
         ),
     ],
     score: Annotated[
-        str, typer.Option("--score", help="Geometry: brier (Euclidean projection) or log (the arbitrage prices).")
+        str,
+        typer.Option(
+            "--score",
+            help="Geometry: brier (Euclidean projection) or log (the KL projection: per tuple, the arbitrage prices).",
+        ),
     ] = "brier",
     joint: Annotated[
         bool | None,
         typer.Option(
             "--joint/--per-tuple",
-            help="One repaired value per question over every tuple that shares it (Brier only), or each tuple on "
-            "its own (default: joint for brier, per tuple for log).",
+            help="One repaired value per question over every tuple that shares it (log: checks without conditional "
+            "fields), or each tuple on its own (default: joint for brier, per tuple for log).",
             show_default=False,
         ),
     ] = None,
@@ -62,8 +66,8 @@ def repair(
     """Project the forecasts onto the coherent set (no model calls) and write a repaired run directory.
 
     The repaired forecasts score better than the originals in every possible world (Brier: by at least the
-    squared distance moved; log: by the arbitrage profit); where questions are resolved the realized change
-    is shown."""
+    squared distance moved; log: by the KL divergence moved, per tuple the arbitrage profit); where questions
+    are resolved the realized change is shown."""
     from ..files import DetectionError
     from ..repair.conflicts import RepairFailed
     from ..repair.runs import ConflictingForecasts, repair_run

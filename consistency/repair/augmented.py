@@ -40,9 +40,14 @@ DENSE_MAX = 9000  # shared questions up to which the reduced matrix is factorise
 FEAS_TOL = 1e-11  # the tuples' incoherence at which the rounds stop
 _ROUNDS = 200
 _NEWTON = 50
-_COLD = 1.0  # a cold start's first penalty, relative to the last
+# A cold start's first penalty, relative to the last, growing tenfold a round. Brier: measured fastest at
+# once (1.0; continuation from 1e-4 took half again as many Newton steps). The KL objective cannot leave
+# (0, 1): at the full penalty the first Newton steps want to cross the boundary and crawl along it, so it
+# starts small, where the KL term dominates.
+_COLD = {"brier": 1.0, "log": 1e-4}
 _LOOSE = 1e-6  # the gradient at which rounds with a smaller penalty stop
-_EARLY = 3  # Newton steps in a round with a smaller penalty (inexact rounds; the last ones are exact)
+_CURVATURE = 100.0  # KL curvature up to which a tuple's penalty is ρ (beyond: ρ times curvature / this)
+_SCALE_MAX = 1e4
 _STALL = 4  # rounds at the final penalty without halving the incoherence: no solution
 _CG_MAX = 500  # CG iterations after which a factorisation is used
 
@@ -150,20 +155,30 @@ class Layout:
         self.indices = (unique % max(self.n_shared, 1)).astype(np.int32)
         self.indptr = np.searchsorted(unique // max(self.n_shared, 1), np.arange(self.n_shared + 1)).astype(np.int32)
 
-    def matrix(self, values: list[np.ndarray]):
-        """The reduced matrix I + Σ C from the groups' values, in the order :meth:`__init__` laid them out."""
+    def matrix(self, values: list[np.ndarray], diagonal: np.ndarray | None = None):
+        """The reduced matrix D + Σ C from the groups' values, in the order :meth:`__init__` laid them out
+        (D: ``diagonal``, or the identity)."""
         from scipy import sparse
 
-        data = np.bincount(self.slots, np.concatenate([*values, np.ones(self.n_shared)]), minlength=len(self.indices))
+        diagonal = np.ones(self.n_shared) if diagonal is None else diagonal
+        data = np.bincount(self.slots, np.concatenate([*values, diagonal]), minlength=len(self.indices))
         return sparse.csr_matrix((data, self.indices, self.indptr), shape=(self.n_shared, self.n_shared))
 
 
 class AugmentedLagrangian:
     """Solve, warm-started from an earlier :class:`Solution` of the same tuples when given."""
 
-    def __init__(self, blocks: list[LocalBlock], p: np.ndarray, rho: float = RHO) -> None:
+    def __init__(self, blocks: list[LocalBlock], p: np.ndarray, rho: float = RHO, objective: str = "brier") -> None:
+        if objective not in ("brier", "log"):
+            raise ValueError(f"objective must be brier or log, not {objective!r}")
+        self.log = objective == "log"
+        if self.log and np.any((p <= 0) | (p >= 1)):
+            raise ValueError("the log objective needs forecasts strictly between 0 and 1 (clip them first)")
         self.blocks, self.p, self.rho_max = blocks, p, rho
+        self.logit_p = np.log(p) - np.log1p(-p) if self.log else None
         self.rho = rho
+        # Per tuple, a factor on the penalty (the KL objective: its curvature, see solve()); 1 for Brier.
+        self.scale = [np.ones((len(b.idx), 1)) for b in blocks]
         self.layout = Layout(blocks, len(p))
         self.normals = [_Normals(b.worlds) if b.worlds is not None else None for b in blocks]
         self.factor = None
@@ -177,40 +192,58 @@ class AugmentedLagrangian:
         """Per block: w, its projection z, the residual r = w - z, the face masks (the last ones: hints)."""
         out = []
         hints = self.hints or [None] * len(self.blocks)
-        for b, yb, hint in zip(self.blocks, y, hints, strict=True):
-            w = q[b.idx] + yb / self.rho
+        for b, yb, hint, scale in zip(self.blocks, y, hints, self.scale, strict=True):
+            w = q[b.idx] + yb / (self.rho * scale)
             z, lam = b.project(w, hint)
             out.append((w, z, w - z, (lam > 0) @ (1 << np.arange(lam.shape[1]))))
         self.hints = [masks for *_, masks in out]
         return out
 
+    def objective(self, q: np.ndarray) -> float:
+        """½||q - p||² (Brier), or Σ KL(q_i ‖ p_i) over the questions (log; +inf outside (0, 1))."""
+        if not self.log:
+            return 0.5 * float(((q - self.p) ** 2).sum())
+        if np.any((q <= 0) | (q >= 1)):
+            return np.inf
+        p = self.p
+        return float((q * np.log(q / p) + (1 - q) * np.log((1 - q) / (1 - p))).sum())
+
+    def _curvature(self, q: np.ndarray) -> np.ndarray | None:
+        """The objective's (diagonal) Hessian; None for Brier's identity."""
+        return 1.0 / (q * (1.0 - q)) if self.log else None
+
     def _value(self, q: np.ndarray, local) -> float:
-        return 0.5 * float(((q - self.p) ** 2).sum()) + 0.5 * self.rho * sum(
-            float((r**2).sum()) for _, _, r, _ in local
-        )
+        penalty = sum(float((scale * r**2).sum()) for (_, _, r, _), scale in zip(local, self.scale, strict=True))
+        return self.objective(q) + 0.5 * self.rho * penalty
 
     def _gradient(self, q: np.ndarray, local) -> np.ndarray:
-        g = q - self.p
-        for b, (_, _, r, _) in zip(self.blocks, local, strict=True):
-            np.add.at(g, b.idx.ravel(), self.rho * r.ravel())
+        g = (np.log(q) - np.log1p(-q) - self.logit_p) if self.log else q - self.p
+        for b, (_, _, r, _), scale in zip(self.blocks, local, self.scale, strict=True):
+            np.add.at(g, b.idx.ravel(), (self.rho * scale * r).ravel())
         return g
 
-    def _newton_step(self, g: np.ndarray, local) -> tuple[np.ndarray, int]:
-        """Δ with (I + ρ Σ E_tᵀ N_t E_t) Δ = -g, private questions eliminated tuple by tuple.
+    def _newton_step(self, g: np.ndarray, local, q: np.ndarray) -> tuple[np.ndarray, int]:
+        """Δ with (D + ρ Σ E_tᵀ N_t E_t) Δ = -g (D the objective's diagonal Hessian: I for Brier), private
+        questions eliminated tuple by tuple.
 
-        Per tuple, with its private fields u and shared fields s and K = ρ N_t: ``A = (I + K_uu)⁻¹`` and the
-        reduced block ``C = K_ss - K_su A K_us``. Tuples of a check with fixed worlds share K per face, so
-        these are computed once per (face, pattern) and gathered.
+        Per tuple, with its private fields u and shared fields s and K = ρ N_t: ``A = (D_u + K_uu)⁻¹`` and the
+        reduced block ``C = K_ss - K_su A K_us``. With the Brier objective, tuples of a check with fixed worlds
+        share K and A per face, so these are computed once per (face, pattern) and gathered.
         """
         L = self.layout
+        h = self._curvature(q)
         ns = L.n_shared
         rhs = -g[L.shared] if ns else np.zeros(0)
         vals = []
         backsub = []
         faces = [masks for *_, masks in local]
-        for b, masks, sid, groups, normals in zip(self.blocks, faces, L.sid, L.groups, self.normals, strict=True):
+        for b, masks, sid, groups, normals, scale in zip(
+            self.blocks, faces, L.sid, L.groups, self.normals, self.scale, strict=True
+        ):
             for members, s, u in groups:
-                if normals is not None:  # one K per face
+                rho = self.rho * scale[members][:, :, None]
+                hu = None if h is None else h[b.idx[members][:, u]]
+                if normals is not None and h is None:  # one K and A per face
                     face = masks[members]
                     keys = np.flatnonzero(np.bincount(face))
                     which = np.zeros(keys[-1] + 1, dtype=np.intp)
@@ -218,8 +251,10 @@ class AugmentedLagrangian:
                     which = which[face]
                     A, AKus, C = _schur(self.rho * normals.of(keys), s, u)
                     A, AKus, C = A[which], AKus[which], C[which]
+                elif normals is not None:
+                    A, AKus, C = _schur(rho * normals.of(masks[members]), s, u, hu)
                 else:
-                    A, AKus, C = _schur(self.rho * self._per_tuple_normals(b, masks[members], members), s, u)
+                    A, AKus, C = _schur(rho * self._per_tuple_normals(b, masks[members], members), s, u, hu)
                 gu = g[b.idx[members][:, u]]  # (Ng, nu)
                 sg = sid[members][:, s]  # (Ng, ns_)
                 if len(s):
@@ -229,10 +264,10 @@ class AugmentedLagrangian:
                 backsub.append((b.idx[members][:, u], A, AKus, sg, gu))
         cg_iterations = 0
         if ns:
-            ds, cg_iterations = self._solve_shared(L.matrix(vals), rhs)
+            ds, cg_iterations = self._solve_shared(L.matrix(vals, None if h is None else h[L.shared]), rhs)
         else:
             ds = np.zeros(0)
-        delta = np.where(L.touched, 0.0, -g)  # questions in no tuple go to their forecasts
+        delta = np.where(L.touched, 0.0, -g if h is None else -g / h)  # questions in no tuple: their forecasts
         if ns:
             delta[L.shared] = ds
         for pos, A, AKus, sg, gu in backsub:
@@ -310,7 +345,7 @@ class AugmentedLagrangian:
         else:  # from the forecasts, with a penalty growing tenfold a round: early rounds are well conditioned
             q = self.p.copy()
             y = [np.zeros(b.idx.shape) for b in self.blocks]
-            self.rho = self.rho_max * _COLD
+            self.rho = self.rho_max * _COLD["log" if self.log else "brier"]
             self.hints = None
         newton = 0
         incoherence = np.inf
@@ -319,6 +354,13 @@ class AugmentedLagrangian:
         rounds = 0
         history: list[float] = []
         for rounds in range(1, _ROUNDS + 1):
+            if self.log:
+                # ALM's rounds contract like h / (h + ρ) where the objective's curvature is h: near 0 or 1
+                # the KL curvature 1/(q(1-q)) outgrows ρ, so each tuple's penalty grows with it.
+                h = self._curvature(q)
+                self.scale = [
+                    np.clip(h[b.idx].max(axis=1, keepdims=True) / _CURVATURE, 1.0, _SCALE_MAX) for b in self.blocks
+                ]
             local = self._local(q, y)
             value = self._value(q, local)
             # The gradient sums terms of size ρ|w|: below a few hundred roundings of those it is noise.
@@ -326,16 +368,27 @@ class AugmentedLagrangian:
             if self.rho < self.rho_max:
                 floor = max(floor, _LOOSE)
             last = np.inf
-            for _ in range(_NEWTON if self.rho >= self.rho_max else _EARLY):
+            for _ in range(_NEWTON):
                 g = self._gradient(q, local)
-                stationarity = float(np.abs(g).max(initial=0.0))
-                if stationarity <= floor or (stationarity > 0.5 * last and stationarity <= 1e3 * floor):
-                    break
+                if not self.log:
+                    stationarity = float(np.abs(g).max(initial=0.0))
+                    if stationarity <= floor or (stationarity > 0.5 * last and stationarity <= 1e3 * floor):
+                        break
+                delta, cg = self._newton_step(g, local, q)
+                if self.log:
+                    # The KL objective's curvature spans many orders (1/(q(1-q))) and so do the penalties: the
+                    # Newton step, in the forecasts' units, says how far q is from the round's minimum.
+                    stationarity = float(np.abs(delta).max(initial=0.0))
+                    if stationarity <= 0.1 * tol or (stationarity > 0.5 * last and stationarity <= 1e2 * tol):
+                        break
                 last = stationarity
-                delta, cg = self._newton_step(g, local)
                 newton += 1
                 slope = float(g @ delta)
                 t = 1.0
+                if self.log:  # stay inside (0, 1): at most 99.5% of the way to the boundary
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        room = np.where(delta > 0, (1 - q) / delta, np.where(delta < 0, -q / delta, np.inf))
+                    t = min(1.0, 0.995 * float(room.min(initial=np.inf)))
                 for _ in range(30):
                     cand = q + t * delta
                     cand_local = self._local(cand, y)
@@ -351,10 +404,13 @@ class AugmentedLagrangian:
                 q, local, value = cand, cand_local, cand_value
                 if t * float(np.abs(delta).max(initial=0.0)) <= 1e-16:
                     break
-            new_y = [self.rho * r for _, _, r, _ in local]
-            incoherence = (
-                max((float(np.abs(a - b).max(initial=0.0)) for a, b in zip(new_y, y, strict=True)), default=0.0)
-                / self.rho
+            new_y = [self.rho * scale * r for (_, _, r, _), scale in zip(local, self.scale, strict=True)]
+            incoherence = max(
+                (
+                    float((np.abs(a - b) / (self.rho * scale)).max(initial=0.0))
+                    for a, b, scale in zip(new_y, y, self.scale, strict=True)
+                ),
+                default=0.0,
             )
             y = new_y
             final = self.rho >= self.rho_max
@@ -366,7 +422,7 @@ class AugmentedLagrangian:
                 stationarity,
                 newton,
             )
-            if final and incoherence <= tol and stationarity <= max(tol, floor):
+            if final and incoherence <= tol and stationarity <= (max(tol, floor) if not self.log else 1e2 * tol):
                 converged = True
                 break
             if final:
@@ -379,10 +435,17 @@ class AugmentedLagrangian:
         )
 
 
-def _schur(K: np.ndarray, s: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For local Newton blocks K (G, n, n): A = (I + K_uu)⁻¹, A K_us and C = K_ss - K_su A K_us."""
+def _schur(
+    K: np.ndarray, s: np.ndarray, u: np.ndarray, hu: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For local Newton blocks K (G, n, n): A = (D_u + K_uu)⁻¹ (D_u = diag(hu), or I), A K_us and
+    C = K_ss - K_su A K_us."""
     Kuu, Kus, Kss = K[:, u][:, :, u], K[:, u][:, :, s], K[:, s][:, :, s]
-    A = np.linalg.inv(np.eye(len(u))[None] + Kuu) if len(u) else np.zeros((len(K), 0, 0))
+    if len(u):
+        diagonal = np.eye(len(u))[None] if hu is None else hu[:, :, None] * np.eye(len(u))[None]
+        A = np.linalg.inv(diagonal + Kuu)
+    else:
+        A = np.zeros((len(K), 0, 0))
     AKus = A @ Kus
     return A, AKus, Kss - np.einsum("rua,rub->rab", Kus, AKus)
 

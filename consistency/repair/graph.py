@@ -26,7 +26,13 @@ questions that resolve in every world.
 The QP's constraints and the Clarabel call live in :mod:`.qp`; ``CC_REPAIR_SOLVER=newton`` solves it
 with the earlier warm-started solver of :mod:`.active_set` (see :class:`_Inner`).
 
-Log geometry is not supported jointly: per-tuple log repair (the arbitrage prices) or joint Brier.
+Log geometry (binary checks): the repair is the KL (Bregman) projection of the forecasts (clipped as the
+log score clips them) onto the same intersection, ``min Σ_i KL(q_i ‖ p_i)``, solved by the same augmented
+Lagrangian with the KL objective. The log loss of forecast x in world ω is ``KL(ω ‖ x)``, so the
+generalised Pythagorean inequality of Bregman projections onto a convex set gives, in every joint
+world consistent with all tuples, ``logloss(p, ω) - logloss(q, ω) >= Σ_i KL(q_i ‖ p_i)``: ``moved`` and
+``guaranteed`` are that sum, in nats. On tuples sharing no question it is each tuple's arbitrage prices
+(the per-tuple log repair). Checks with conditional fields are refused in this geometry.
 """
 
 from __future__ import annotations
@@ -40,10 +46,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..checks.check import NONE, Check
+from ..metrics.arbitrage import clip_forecasts
 from .active_set import solve_newton
 from .augmented import FEAS_TOL, AugmentedLagrangian, LocalBlock, Solution
 from .conflicts import ConflictingTuples, RepairFailed, find_conflict
-from .qp import Block, System, build, involved_tuples, read_solution, solve_clarabel, vertices
+from .qp import Block, System, build, involved_tuples, read_solution, solve_clarabel, solve_kl_clarabel, vertices
 from .tuples import ConditionalPlan, Score, TupleRepair, check_score, guaranteed_improvement, repair_tuples
 
 log = logging.getLogger(__name__)
@@ -98,14 +105,18 @@ def repair_graph(
     """
     start = time.perf_counter()
     check_score(score)
-    if score == "log":
-        raise ValueError(
-            "joint log repair is not supported: repair tuple by tuple with the log score (the arbitrage "
-            "prices), or jointly with the Brier score"
-        )
     p = np.asarray(probs, dtype=float)
     if p.ndim != 1 or not np.all(np.isfinite(p)) or np.any((p < 0) | (p > 1)):
         raise ValueError("probs must be a 1-d array of finite forecasts in [0, 1]")
+    if score == "log":
+        conditional_checks = sorted({c.name for c, idx in blocks if len(idx) and (c.worlds == NONE).any()})
+        if conditional_checks:
+            raise ValueError(
+                "joint log repair is not supported for checks with conditional fields "
+                f"({', '.join(conditional_checks)}): repair tuple by tuple with the log score (the arbitrage "
+                "prices), or jointly with the Brier score"
+            )
+        p = clip_forecasts(p)  # as the log score and the per-tuple log repair clip them
     M = len(p)
     checked: list[tuple[Check, np.ndarray]] = []
     for check, idx in blocks:
@@ -119,7 +130,7 @@ def repair_graph(
     conflicts: list[ConflictingTuples] = []
     while True:
         try:
-            q, status, iterations, conditional, residual = _solve_kept(checked, keep, p)
+            q, status, iterations, conditional, residual = _solve_kept(checked, keep, p, score)
             break
         except _Unsolved as exc:
             conflict = _explain(checked, keep, exc)
@@ -132,10 +143,10 @@ def repair_graph(
     per_block = []
     for check, idx in checked:
         pb, qb = p[idx], q[idx]
-        moved = ((pb - qb) ** 2).sum(axis=1)
-        gain = guaranteed_improvement(check, pb, qb, "brier") if len(pb) else np.zeros(0)
+        moved = divergence(pb, qb, score).sum(axis=1)
+        gain = guaranteed_improvement(check, pb, qb, score) if len(pb) else np.zeros(0)
         per_block.append(TupleRepair(qb, moved, gain, iterations))
-    change = (p - q) ** 2
+    change = divergence(p, q, score)
     return GraphRepair(
         repaired=q,
         moved=float(change.sum()),
@@ -150,8 +161,18 @@ def repair_graph(
     )
 
 
+def divergence(p: np.ndarray, q: np.ndarray, score: Score) -> np.ndarray:
+    """Per forecast, what moving it from p to q costs in the score's geometry: (p - q)² for Brier,
+    KL(q ‖ p) for the log score (its Bregman divergence); the guarantee is their sum."""
+    if score == "brier":
+        return (p - q) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = q * np.log(q / p) + (1 - q) * np.log((1 - q) / (1 - p))
+    return np.where(q == p, 0.0, kl)
+
+
 def _solve_kept(
-    checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], p: np.ndarray
+    checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], p: np.ndarray, score: Score = "brier"
 ) -> tuple[np.ndarray, str, int, np.ndarray, float]:
     """(q, status, outer iterations, conditional questions, residual) over the kept rows; raises :class:`_Unsolved`.
 
@@ -176,7 +197,8 @@ def _solve_kept(
         jobs.append((local, used, rows))
     q = p.copy()
     statuses, iterations, residual = [], 0, 0.0
-    for (_, used, rows), outcome in zip(jobs, _run_components([(lb, p[u]) for lb, u, _ in jobs]), strict=True):
+    outcomes = _run_components([(lb, p[u], score) for lb, u, _ in jobs])
+    for (_, used, rows), outcome in zip(jobs, outcomes, strict=True):
         if isinstance(outcome, _Unsolved):
             tuples = [(b, int(rows[b][r])) for b, r in outcome.candidates] if outcome.candidates else None
             raise _Unsolved(outcome.status, None, tuples)
@@ -205,10 +227,12 @@ def components(idx: list[np.ndarray], M: int) -> tuple[list[np.ndarray], int]:
     return list(np.split(tuple_labels, np.cumsum(sizes)[:-1])), count
 
 
-def _solve_component(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray):
-    """One connected component's repair: (q, status, iterations), or the :class:`_Unsolved` it raised with
-    its candidates as (block, row) pairs of ``blocks``."""
+def _solve_component(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray, score: Score = "brier"):
+    """One connected component's repair: (q, status, iterations, residual), or the :class:`_Unsolved` it
+    raised with its candidates as (block, row) pairs of ``blocks``."""
     M = len(p)
+    if score == "log":
+        return _solve_log(blocks, p)
     parts: list[Block] = []
     offset = M
     for check, idx in blocks:
@@ -224,14 +248,14 @@ def _solve_component(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray):
         return _Unsolved(exc.status, None, pairs)
 
 
-def _run_components(jobs: list[tuple[list, np.ndarray]]) -> list:
+def _run_components(jobs: list[tuple[list, np.ndarray, Score]]) -> list:
     """Solve each component: in a pool of processes when two or more have at least :data:`PARALLEL_MIN`
     tuples (``CC_REPAIR_WORKERS`` caps the processes; 1 turns the pool off), else one after the other."""
-    sizes = [sum(len(idx) for _, idx in blocks) for blocks, _ in jobs]
+    sizes = [sum(len(idx) for _, idx in blocks) for blocks, *_ in jobs]
     big = sum(size >= PARALLEL_MIN for size in sizes)
     workers = min(int(os.environ.get("CC_REPAIR_WORKERS") or os.cpu_count() or 1), big)
     if workers < 2:
-        return [_solve_component(blocks, p) for blocks, p in jobs]
+        return [_solve_component(*job) for job in jobs]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -246,6 +270,35 @@ def _run_components(jobs: list[tuple[list, np.ndarray]]) -> list:
             results[j] = future.result()
     log.info("joint repair: %d components, %d of them in %d processes", len(jobs), len(futures), workers)
     return results
+
+
+def _solve_log(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray):
+    """The joint log repair of binary checks: the KL projection of ``p`` onto the tuples' coherent sets,
+    by the augmented Lagrangian with the KL objective (:mod:`.augmented`)."""
+    if os.environ.get("CC_REPAIR_SOLVER") == "clarabel":  # the reference: the exponential cone
+        parts, offset = [], len(p)
+        for check, idx in blocks:
+            part = Block(check, idx.astype(np.int64), offset, np.asarray(check.worlds))
+            parts.append(part)
+            offset += part.size
+        system = build(parts, len(p), None)
+        x, status = solve_kl_clarabel(system, p)
+        if status != "Solved":
+            return _Unsolved(status, None, [(b, r) for b, (_, idx) in enumerate(blocks) for r in range(len(idx))])
+        return np.clip(x[: len(p)], 0.0, 1.0), status, 1, 0.0
+    local = [LocalBlock(idx.astype(np.int64), worlds=check.worlds.astype(float)) for check, idx in blocks if len(idx)]
+    solution = AugmentedLagrangian(local, p, objective="log").solve()
+    log.info(
+        "joint log repair: %d rounds, %d Newton steps, incoherence %.1e, %.1f s",
+        solution.rounds,
+        solution.newton,
+        solution.incoherence,
+        solution.seconds,
+    )
+    if not solution.converged:
+        pairs = [(b, r) for b, (_, idx) in enumerate(blocks) for r in range(len(idx))]
+        return _Unsolved("the KL projection did not converge", None, pairs)
+    return np.clip(solution.q, 0.0, 1.0), "Solved", 1, 0.0
 
 
 class _Unsolved(Exception):

@@ -136,6 +136,43 @@ def solve_clarabel(system: System, p: np.ndarray, tol: float = 1e-12) -> tuple[n
     return np.asarray(solution.x), np.asarray(solution.z), str(solution.status)
 
 
+def solve_kl_clarabel(system: System, p: np.ndarray, tol: float = 1e-12) -> tuple[np.ndarray, str]:
+    """(x, status): the KL projection ``min Σ_i KL(x_i ‖ p_i)`` under the same constraints, with Clarabel's
+    exponential cone (``u log(u/v) <= t`` exactly when ``(-t, u, v)`` is in the cone): the reference for the
+    joint log repair. ``p`` strictly inside (0, 1)."""
+    import clarabel
+    from scipy import sparse
+
+    M, n = len(p), system.n_vars
+    t1, t2 = n + np.arange(M), n + M + np.arange(M)  # epigraph variables of q log(q/p) and (1-q) log((1-q)/(1-p))
+    rows = np.arange(6 * M).reshape(M, 6)
+    questions = np.arange(M)
+    coo_r = np.concatenate([rows[:, 0], rows[:, 1], rows[:, 3], rows[:, 4]])
+    coo_c = np.concatenate([t1, questions, t2, questions])
+    coo_v = np.concatenate([np.ones(M), -np.ones(M), np.ones(M), np.ones(M)])
+    cone_rows = sparse.csr_matrix((coo_v, (coo_r, coo_c)), shape=(6 * M, n + 2 * M))
+    cone_b = np.zeros((M, 6))
+    cone_b[:, 2], cone_b[:, 4], cone_b[:, 5] = p, 1.0, 1.0 - p
+    A = sparse.vstack(
+        [
+            sparse.hstack([system.A_eq, sparse.csr_matrix((system.A_eq.shape[0], 2 * M))]),
+            sparse.hstack([system.A_in, sparse.csr_matrix((system.A_in.shape[0], 2 * M))]),
+            cone_rows,
+        ]
+    ).tocsc()
+    b = np.concatenate([system.b_eq, system.b_in, cone_b.ravel()])
+    c = np.concatenate([np.zeros(n), np.ones(2 * M)])
+    settings = clarabel.DefaultSettings()
+    settings.verbose = bool(os.environ.get("CC_REPAIR_VERBOSE"))
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = tol
+    settings.max_iter = 300
+    cones = [clarabel.ZeroConeT(system.A_eq.shape[0]), clarabel.NonnegativeConeT(system.A_in.shape[0])]
+    cones += [clarabel.ExponentialConeT()] * (2 * M)
+    P = sparse.csc_matrix((n + 2 * M, n + 2 * M))
+    solution = clarabel.DefaultSolver(P, c, A, b, cones, settings).solve()
+    return np.asarray(solution.x)[:n], str(solution.status)
+
+
 def involved_tuples(system: System, z: np.ndarray, n_tuples: int) -> np.ndarray | None:
     """Per tuple, whether an infeasibility certificate ``z`` (a Farkas vector over the rows) involves it."""
     if not np.all(np.isfinite(z)) or not len(z):

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from ..checks.check import NONE
 from ..jsonl import atomic_write, dump_line, iter_json_lines, read_json_object, write_json
 from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
 from . import Score, repair_graph, repair_tuples
@@ -98,10 +99,6 @@ def repair_forecasts(
     """The repair in memory (nothing written): what ``cc report --repair`` shows."""
     if score not in SCORES:
         raise RepairInputError(f"unknown score {score!r}; choose brier or log")
-    if joint and score == "log":
-        raise RepairInputError(
-            "a joint repair is in the Brier geometry only; repair with the log score tuple by tuple (--per-tuple)"
-        )
     graph = path if isinstance(path, ForecastGraph) else read_graph(path, resolutions)
     start = graph.start()
     outcome = graph.outcome()
@@ -110,6 +107,13 @@ def repair_forecasts(
     status = iterations = None
     left_out: list[ConflictTuple] = []
     if joint:
+        conditional = sorted({c.check.name for c in used if (c.check.worlds == NONE).any()})
+        if score == "log" and conditional:
+            raise RepairInputError(
+                f"a joint log repair covers checks without conditional fields, and these have them: "
+                f"{', '.join(conditional)}; repair with the log score tuple by tuple (--per-tuple), or jointly "
+                "with the Brier score"
+            )
         try:
             result = repair_graph([(c.check, c.idx) for c in used], start, score, skip_conflicts=skip_conflicts)
         except ConflictingTuples as exc:
