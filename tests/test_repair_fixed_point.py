@@ -136,3 +136,24 @@ def test_a_fixed_point_as_start_is_returned_as_it_is(name):
     q = plan.fixed_point(p)[0]
     again = plan.fixed_point(p, start=q[:, plan.cols])[0]
     np.testing.assert_allclose(again, q, atol=1e-11)
+
+
+@pytest.mark.parametrize("name", ["NEGATION", "OR", "ANDOR", "BUT", "COND", "CONDCOND", "EXPEVIDENCE", "MONOTONE"])
+def test_log_repair_prices_keep_their_guarantee_as_returned(name):
+    """Forecasts within 1e-3..1e-12 of 0 or 1: the arbitrage prices rounded to the nearest float guaranteed up to
+    2e-3 nats less than the profit V (a price rounded to 1 is even scored as the clipped 1 - 1e-3); moved toward
+    1/2 by a few units in the last place they guarantee V, up to the log score's clipping at 1e-12 per field."""
+    from consistency.metrics import arbitrage
+    from consistency.repair import guaranteed_improvement
+
+    check = get_check(name)
+    rng = np.random.default_rng(7)
+    N = 20000
+    edge = 10.0 ** -rng.uniform(3, 12, (N, check.n_fields))
+    p = np.where(rng.random((N, check.n_fields)) < 0.5, edge, 1 - edge)
+    p = np.where(rng.random((N, check.n_fields)) < 0.3, rng.random((N, check.n_fields)), p)
+    result = repair_tuples(check, p, "log")
+    assert np.all(result.guaranteed >= result.moved - 1e-12 * check.n_fields)
+    raw = arbitrage(p, check.worlds).prices  # the prices as the solver rounds them
+    np.testing.assert_allclose(result.repaired, raw, atol=1e-15, rtol=0)
+    assert (guaranteed_improvement(check, p, raw, "log") < result.moved - 1e-6).any()  # what was lost before

@@ -22,8 +22,10 @@ value is free over an interval of fixed points, and the one nearest the start is
 own value, or in a joint repair the previous one).
 
 Log geometry: the repair is the arbitrage prices of :func:`consistency.metrics.arbitrage` (the
-log-score market's max-min prices); the log loss improves in every world by at least the arbitrage
-profit V, which is what ``moved`` reports.
+log-score market's max-min prices, the KL projection onto the coherent set); the log loss improves in
+every world by at least the arbitrage profit V, which is what ``moved`` reports. The prices are returned
+moved a few units in the last place toward 1/2 (:func:`toward_half`), so that they keep V as returned,
+up to the log score's clipping at 1e-12 per field.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ log = logging.getLogger(__name__)
 Score = Literal["brier", "log"]
 SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
+PRICE_ULPS = 4  # units in the last place the log repair's prices move toward 1/2 (see toward_half)
 _NEWTON_ITER = 40
 _FD_STEP = 1e-7
 _BLOCK = 131_072  # conditional checks: iterations on the few slow tuples cost per call, not per tuple
@@ -85,13 +88,29 @@ def repair_tuples(check: Check, probs: np.ndarray, score: Score = "brier") -> Tu
     probs = check_probs(check, probs)
     if score == "log":
         result = arbitrage(probs, check.worlds)
-        repaired = result.prices
+        repaired = toward_half(result.prices)
         moved = result.violation
         iterations = result.iterations
     else:
         repaired, iterations = brier_projection(check.worlds, probs)
         moved = ((probs - repaired) ** 2).sum(axis=1)
     return TupleRepair(repaired, moved, guaranteed_improvement(check, probs, repaired, score), iterations)
+
+
+def toward_half(prices: np.ndarray, ulps: int = PRICE_ULPS) -> np.ndarray:
+    """Prices moved a few units in the last place toward 1/2, so that the guarantee holds as returned.
+
+    An optimal price 1e-13 from 1 is held in float64 with a relative error of ~1e-3 in its distance to 1,
+    and the log score of the world where that field is false (log(1 - q)) inherits it: rounded the wrong
+    way, the returned prices guaranteed up to 2e-3 nats less than the arbitrage profit V (and a price
+    rounded to exactly 1 would be scored as the clipped 1 - 1e-3). Moved toward 1/2 instead, each price
+    lies between the exact one and 1/2, where every world's log gain is at least the exact prices' less
+    ~1e-15 (the worlds on the other side lose a few units in the last place of log q). The solver's
+    prices are within one or two units of the exact ones; the margin is twice that.
+    """
+    q = np.asarray(prices, dtype=float)
+    move = ulps * np.spacing(q)
+    return np.where(q > 0.5, q - move, np.where(q < 0.5, q + move, q))
 
 
 def guaranteed_improvement(check: Check, probs: np.ndarray, repaired: np.ndarray, score: Score) -> np.ndarray:
