@@ -190,3 +190,61 @@ def test_cli_names_a_random_conflict_from_files(tmp_path):
     index = {t: q for q, t in enumerate(titles)}
     named = [(t.check, tuple(index[title] for title in t.questions.values())) for t in caught.value.described]
     assert_irreducible(named, 7)
+
+
+def all_worlds_exist(tuples, M: int) -> bool:
+    """Brute force: some resolution (1 / 0 / -1) of every question matches a world of every tuple's check."""
+    for values in itertools.product((1, 0, -1), repeat=M):
+        v = np.array(values)
+        if all((get_check(name).worlds == v[list(idx)]).all(axis=1).any() for name, idx in tuples):
+            return True
+    return False
+
+
+# PARA(a, b) and NEG(a, b): coherent only at a = b = 1/2, a point between the worlds but no world.
+NO_WORLD = [("PARAPHRASE", (0, 1)), ("NEGATION", (0, 1)), ("AND", (0, 2, 3))]
+
+
+def test_coherent_forecasts_without_any_joint_world_are_a_conflict_too():
+    blocks, where = blocks_of(NO_WORLD)
+    p = np.array([0.3, 0.4, 0.8, 0.1])
+    assert coherent_exists(NO_WORLD, 4)  # the QP is feasible: the old code printed a guarantee about no world
+    with pytest.raises(ConflictingTuples) as caught:
+        repair_graph(blocks, p)
+    assert caught.value.kind == "no_world" and caught.value.certain
+    named = [NO_WORLD[where.index(t)] for t in caught.value.tuples]
+    assert sorted(named) == sorted(NO_WORLD[:2])
+    assert not all_worlds_exist(named, 4) and all(all_worlds_exist([t], 4) for t in named)
+    result = repair_graph(blocks, p, skip_conflicts=True)
+    assert result.worlds == "found" and sorted(result.left_out) == sorted(caught.value.tuples)
+    for score in ("log",):
+        with pytest.raises(ConflictingTuples):
+            repair_graph(blocks, p, score)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_world_search_agrees_with_brute_force(seed):
+    from consistency.repair.worlds import WorldSearch
+
+    names = ["NEGATION", "PARAPHRASE", "CONSEQUENCE", "AND", "OR", "ANDOR", "BUT", "COND", "CONDCOND", "EXPEVIDENCE"]
+    rng = np.random.default_rng(seed)
+    tuples = []
+    for _ in range(rng.integers(2, 7)):
+        name = names[rng.integers(len(names))]
+        tuples.append((name, tuple(int(q) for q in rng.choice(6, size=get_check(name).n_fields, replace=False))))
+    blocks, _ = blocks_of(tuples)
+    found, world = WorldSearch(blocks, 6).find()
+    assert found == ("found" if all_worlds_exist(tuples, 6) else "none")
+    if world is not None:
+        for name, idx in tuples:
+            assert (get_check(name).worlds == world[list(idx)]).all(axis=1).any()
+
+
+def test_cli_names_tuples_that_no_world_satisfies(tmp_path):
+    titles = ["Will A happen?", "Will B happen?", "Will C happen?", "Will D happen?"]
+    lines = [(name, [titles[q] for q in idx], [0.6] * len(idx)) for name, idx in NO_WORLD]
+    source = write_forecast_lines(tmp_path / "noworld", lines)
+    done = runner.invoke(app, ["repair", str(source), "--out", str(tmp_path / "out")])
+    assert done.exit_code == 1, done.output
+    assert "no world resolves them all as their checks allow" in done.output and "guaranteed" not in done.output
+    assert not (tmp_path / "out").exists()

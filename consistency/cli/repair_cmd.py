@@ -69,7 +69,7 @@ def repair(
     squared distance moved; log: by the KL divergence moved, per tuple the arbitrage profit); where questions
     are resolved the realized change is shown."""
     from ..files import DetectionError
-    from ..repair.conflicts import RepairFailed
+    from ..repair.conflicts import RepairFailed, summary
     from ..repair.runs import ConflictingForecasts, repair_run
     from ..repair.sources import NothingToRepair, RepairInputError
 
@@ -89,11 +89,9 @@ def repair(
             skip_conflicts=skip_conflicts,
         )
     except ConflictingForecasts as exc:
-        how = "no forecasts satisfy them together" if exc.certain else "the repair found no forecasts satisfying them"
         err.print(
-            f"[red]conflict[/red]: {len(exc.described)} tuples contradict each other ({how}; any "
-            f"{len(exc.described) - 1} of them can be made coherent), so nothing was written; "
-            "--skip-conflicts repairs the others:"
+            f"[red]conflict[/red]: {escape(summary(len(exc.described), exc.kind, exc.certain))}, so nothing was "
+            "written; --skip-conflicts repairs the others:"
         )
         for t in exc.described:
             err.print(f"  {t.describe()}", markup=False, soft_wrap=True)
@@ -173,6 +171,11 @@ def _notes(report: RepairReport) -> None:
             f"{report.questions} distinct questions, one value each; the guaranteed gain holds for the whole graph "
             f"in every world consistent with {which}: {fmt(t.guaranteed)}"
         )
+        if report.joint_worlds == "unknown":
+            out.print(
+                "[yellow]no such world was found within the search's budget, nor ruled out[/yellow]: where there is "
+                "none, the guarantee is about no world"
+            )
     if report.disagreeing_questions:
         how = "started from the mean of its forecasts" if report.joint else "repaired in each tuple separately"
         out.print(f"{report.disagreeing_questions} question(s) were forecast differently in different tuples: {how}")

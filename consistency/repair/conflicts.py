@@ -41,13 +41,24 @@ class ConflictingTuples(ValueError):
     revealed it.
     """
 
-    def __init__(self, tuples: list[tuple[int, int]], status: str, certain: bool) -> None:
-        self.tuples, self.status, self.certain = tuples, status, certain
-        how = "no forecasts satisfy them together" if certain else "the repair found no forecasts satisfying them"
-        super().__init__(
-            f"{len(tuples)} tuple(s) contradict each other ({how}; each smaller set can be made coherent): "
-            f"{', '.join(f'block {b} row {r}' for b, r in tuples)}"
-        )
+    def __init__(self, tuples: list[tuple[int, int]], status: str, certain: bool, kind: str = "infeasible") -> None:
+        self.tuples, self.status, self.certain, self.kind = tuples, status, certain, kind
+        super().__init__(f"{summary(len(tuples), kind, certain)}: {', '.join(f'block {b} row {r}' for b, r in tuples)}")
+
+
+def reason(kind: str, certain: bool) -> str:
+    """Why a conflicting set conflicts, in a few words."""
+    if kind == "no_world":
+        return "no world resolves them all as their checks allow; coherent forecasts exist only in between"
+    return "no forecasts satisfy them together" if certain else "the repair found no forecasts satisfying them"
+
+
+def summary(n: int, kind: str, certain: bool) -> str:
+    """One sentence on an irreducible conflicting set of ``n`` tuples (without the tuples)."""
+    if n == 1:
+        return f"a tuple contradicts itself ({reason(kind, certain)})"
+    rest = "have a world where all resolve as their checks allow" if kind == "no_world" else "can be made coherent"
+    return f"{n} tuples contradict each other ({reason(kind, certain)}; any {n - 1} of them {rest})"
 
 
 class RepairFailed(ValueError):
@@ -123,6 +134,18 @@ def irreducible(members: list, conflicting: Callable[[list], bool]) -> list:
         if chunk == 1:
             return keep
         chunk = max(chunk // 2, 1)
+
+
+def world_conflict(blocks: Sequence[tuple[Check, np.ndarray]], candidates: list[tuple[int, int]]) -> ConflictingTuples:
+    """An irreducible subset of ``candidates`` that no joint world satisfies (each smaller one has a world)."""
+    from .worlds import WorldSearch
+
+    graph = Subgraph(blocks)
+
+    def none(members: list) -> bool:
+        return WorldSearch(*graph.select(members)).find()[0] == "none"
+
+    return ConflictingTuples(irreducible(sorted(candidates), none), "no joint world", certain=True, kind="no_world")
 
 
 def find_conflict(

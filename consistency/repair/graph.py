@@ -49,9 +49,10 @@ from ..checks.check import NONE, Check
 from ..metrics.arbitrage import clip_forecasts
 from .active_set import solve_newton
 from .augmented import FEAS_TOL, AugmentedLagrangian, LocalBlock, Solution
-from .conflicts import ConflictingTuples, RepairFailed, find_conflict
+from .conflicts import ConflictingTuples, RepairFailed, find_conflict, world_conflict
 from .qp import Block, System, build, involved_tuples, read_solution, solve_clarabel, solve_kl_clarabel, vertices
 from .tuples import ConditionalPlan, Score, TupleRepair, check_score, guaranteed_improvement, repair_tuples
+from .worlds import WorldSearch
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,7 @@ class GraphRepair:
     left_out: list[tuple[int, int]] = field(default_factory=list)
     conflicts: list[ConflictingTuples] = field(default_factory=list)
     residual: float = 0.0  # conditional values: how far the last outer iteration left them from the fixed point
+    worlds: str = "found"  # a joint world consistent with every tuple repaired: found, or unknown (search budget)
 
 
 def repair_graph(
@@ -130,7 +132,7 @@ def repair_graph(
     conflicts: list[ConflictingTuples] = []
     while True:
         try:
-            q, status, iterations, conditional, residual = _solve_kept(checked, keep, p, score)
+            q, status, iterations, conditional, residual, worlds = _solve_kept(checked, keep, p, score)
             break
         except _Unsolved as exc:
             conflict = _explain(checked, keep, exc)
@@ -158,6 +160,7 @@ def repair_graph(
         left_out=sorted((b, r) for c in conflicts for b, r in c.tuples),
         conflicts=conflicts,
         residual=residual,
+        worlds=worlds,
     )
 
 
@@ -173,8 +176,9 @@ def divergence(p: np.ndarray, q: np.ndarray, score: Score) -> np.ndarray:
 
 def _solve_kept(
     checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], p: np.ndarray, score: Score = "brier"
-) -> tuple[np.ndarray, str, int, np.ndarray, float]:
-    """(q, status, outer iterations, conditional questions, residual) over the kept rows; raises :class:`_Unsolved`.
+) -> tuple[np.ndarray, str, int, np.ndarray, float, str]:
+    """(q, status, outer iterations, conditional questions, residual, worlds) over the kept rows; raises
+    :class:`_Unsolved`.
 
     Connected components (tuples linked by shared questions) are repaired independently: in parallel
     processes when at least two are large (:func:`_run_components`)."""
@@ -182,7 +186,7 @@ def _solve_kept(
     kept = [(check, idx[rows], np.flatnonzero(rows)) for (check, idx), rows in zip(checked, keep, strict=True)]
     conditional = _conditional_questions([Block(c, i, 0, np.asarray(c.worlds)) for c, i, _ in kept], M)
     if not any(len(i) for _, i, _ in kept):  # nothing constrains the forecasts
-        return p.copy(), "Solved", 0, conditional, 0.0
+        return p.copy(), "Solved", 0, conditional, 0.0, "found"
     labels, count = components([i for _, i, _ in kept], M)
     jobs = []
     for label in range(count):
@@ -196,18 +200,19 @@ def _solve_kept(
         local = [(check, np.searchsorted(used, idx)) for check, idx in blocks]
         jobs.append((local, used, rows))
     q = p.copy()
-    statuses, iterations, residual = [], 0, 0.0
+    statuses, iterations, residual, worlds = [], 0, 0.0, "found"
     outcomes = _run_components([(lb, p[u], score) for lb, u, _ in jobs])
     for (_, used, rows), outcome in zip(jobs, outcomes, strict=True):
         if isinstance(outcome, _Unsolved):
             tuples = [(b, int(rows[b][r])) for b, r in outcome.candidates] if outcome.candidates else None
-            raise _Unsolved(outcome.status, None, tuples)
-        q[used], status, its, res = outcome
+            raise _Unsolved(outcome.status, None, tuples, kind=outcome.kind)
+        q[used], status, its, res, found = outcome
+        worlds = "unknown" if "unknown" in (worlds, found) else found
         statuses.append(status)
         iterations = max(iterations, its)
         residual = max(residual, res)
     worst = next((st for st in statuses if st != "Solved"), "Solved")
-    return q, worst, iterations, conditional, residual
+    return q, worst, iterations, conditional, residual, worlds
 
 
 def components(idx: list[np.ndarray], M: int) -> tuple[list[np.ndarray], int]:
@@ -228,8 +233,23 @@ def components(idx: list[np.ndarray], M: int) -> tuple[list[np.ndarray], int]:
 
 
 def _solve_component(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray, score: Score = "brier"):
-    """One connected component's repair: (q, status, iterations, residual), or the :class:`_Unsolved` it
-    raised with its candidates as (block, row) pairs of ``blocks``."""
+    """One connected component's repair: (q, status, iterations, residual, worlds), or the :class:`_Unsolved`
+    it raised with its candidates as (block, row) pairs of ``blocks``.
+
+    ``worlds``: whether a joint world consistent with every tuple was found (the guarantee is about those
+    worlds; with none it would be empty: an :class:`_Unsolved` of kind ``no_world``) or the search ran out
+    of budget (``unknown``)."""
+    solved = _solve_component_qp(blocks, p, score)
+    if isinstance(solved, _Unsolved):
+        return solved
+    found, _ = WorldSearch(blocks, len(p)).find(solved[0])
+    if found == "none":
+        pairs = [(b, r) for b, (_, idx) in enumerate(blocks) for r in range(len(idx))]
+        return _Unsolved("no joint world", None, pairs, kind="no_world")
+    return (*solved, found)
+
+
+def _solve_component_qp(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray, score: Score):
     M = len(p)
     if score == "log":
         return _solve_log(blocks, p)
@@ -305,9 +325,11 @@ class _Unsolved(Exception):
     """The inner QP was not solved: its status, and the tuples that may explain it: per tuple as built, whether
     an infeasibility certificate involves it (``involved``), or a list of (block, row) pairs (``candidates``)."""
 
-    def __init__(self, status: str, involved: np.ndarray | None, candidates: list | None = None) -> None:
-        super().__init__(status, involved, candidates)
-        self.status, self.involved, self.candidates = status, involved, candidates
+    def __init__(
+        self, status: str, involved: np.ndarray | None, candidates: list | None = None, kind: str = "unsolved"
+    ) -> None:
+        super().__init__(status, involved, candidates, kind)
+        self.status, self.involved, self.candidates, self.kind = status, involved, candidates, kind
 
     def __str__(self) -> str:
         return self.status
@@ -317,6 +339,8 @@ def _explain(checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], ex
     """The conflict behind an unsolved QP, or :class:`RepairFailed` when the tuples do not conflict."""
     kept = [(b, int(r)) for b, rows in enumerate(keep) for r in np.flatnonzero(rows)]
     candidates = exc.candidates or kept
+    if exc.kind == "no_world":
+        return world_conflict(checked, candidates)
     conditional = any((check.worlds == NONE).any() for check, _ in checked)
     repairs = _repairs if conditional else None
     conflict = find_conflict(checked, candidates, exc.status, repairs)

@@ -100,6 +100,9 @@ class RepairReport(BaseModel):
     #: Joint repair with ``skip_conflicts``: the tuples left out, set by set (each an irreducible set that no
     #: forecasts satisfy together); the guarantee is over the worlds of the other tuples.
     left_out: list[ConflictTuple] = Field(default_factory=list)
+    #: Joint repair: whether a world consistent with every tuple repaired was found ("found"), or the search
+    #: ran out of budget ("unknown"); the guarantee is about those worlds (a set without any is a conflict).
+    joint_worlds: Literal["found", "unknown"] | None = None
 
     @property
     def method(self) -> str:

@@ -24,7 +24,7 @@ from ..checks.check import NONE
 from ..jsonl import atomic_write, dump_line, iter_json_lines, read_json_object, write_json
 from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
 from . import Score, repair_graph, repair_tuples
-from .conflicts import ConflictingTuples
+from .conflicts import ConflictingTuples, summary
 from .report_model import CheckRepair, ConflictTuple, RepairReport, RepairTotal, Sums, contradictory, mean_violation
 from .sources import CheckTuples, ForecastGraph, RepairInputError, read_graph
 
@@ -39,12 +39,11 @@ class ConflictingForecasts(ConflictingTuples):
     they are and what they ask). Nothing is written; ``skip_conflicts`` repairs the others."""
 
     def __init__(self, found: ConflictingTuples, described: list[ConflictTuple]) -> None:
-        super().__init__(found.tuples, found.status, found.certain)
+        super().__init__(found.tuples, found.status, found.certain, found.kind)
         self.described = described
-        how = "no forecasts satisfy them together" if found.certain else "the repair found no forecasts satisfying them"
         self.args = (
-            f"{len(described)} tuples contradict each other ({how}, while any {len(described) - 1} of them can be "
-            "made coherent), so there is no joint repair to write: " + "; ".join(t.describe() for t in described),
+            f"{summary(len(described), found.kind, found.certain)}, so there is no joint repair to write: "
+            + "; ".join(t.describe() for t in described),
         )
 
 
@@ -104,7 +103,7 @@ def repair_forecasts(
     outcome = graph.outcome()
     used = [c for c in graph.checks if c.rows]
     begun = time.perf_counter()
-    status = iterations = None
+    status = iterations = worlds = None
     left_out: list[ConflictTuple] = []
     if joint:
         conditional = sorted({c.check.name for c in used if (c.check.worlds == NONE).any()})
@@ -120,6 +119,7 @@ def repair_forecasts(
             raise ConflictingForecasts(exc, _describe(graph, used, exc.tuples)) from None
         for number, conflict in enumerate(result.conflicts):
             left_out += _describe(graph, used, conflict.tuples, number)
+        worlds = result.worlds
         blocks = dict(zip([id(c) for c in used], result.per_block, strict=True))
         per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
         status, iterations = result.status, result.iterations
@@ -187,6 +187,7 @@ def repair_forecasts(
         seconds=seconds,
         errors=[str(e) for e in graph.errors],
         left_out=left_out,
+        joint_worlds=worlds,
     )
     return Repaired(graph, probs, report)
 
