@@ -20,9 +20,10 @@ the binary mix (seven checks) and the mix with the three conditional checks (30%
           slack=<worst guarantee slack over --worlds random joint worlds> peak_rss_mb=<MB> load=<load>
     clarabel MIX seconds=<one solve of the same QP> ratio=<joint seconds / Clarabel's> max_diff=<|q - q_clarabel|>
 
-Clarabel solves the same QP once at tolerance 1e-12 (as the project used it; the ratio is to this time) and
-once at 1e-14 (the accuracy reference): the binary graph's QP, or the inner QP at the conditional values
-the joint repair settled on (the QP whose solution it returned).
+Clarabel solves the same QP once at tolerance 1e-12 (as the project used it; the ratio is to this time):
+the binary graph's QP, or the inner QP at the conditional values the joint repair settled on (the QP
+whose solution it returned); and the binary QP again at 1e-14, the accuracy reference (the conditional
+one too with ``--strict-reference``).
 peak_rss_mb is the process's peak before Clarabel runs (``resource.getrusage``: data included).
 Targets: binary mix <= 10 s; with conditionals <= 60 s and at most Clarabel's one solve (ratio <= 1);
 peak <= 1024 MB; incoherence <= 1e-8; max_diff <= 1e-7 against Clarabel at 1e-14 (at 1e-12 Clarabel is
@@ -206,7 +207,7 @@ def joint_log(args, rng) -> None:
         )
 
 
-def clarabel_once(label: str, blocks, p, result) -> None:
+def clarabel_once(label: str, blocks, p, result, tols: tuple[float, ...]) -> None:
     """Clarabel's single solve of the QP whose solution the joint repair returned (at its conditional values)."""
     parts, offset = [], len(p)
     for check, idx in blocks:
@@ -214,7 +215,7 @@ def clarabel_once(label: str, blocks, p, result) -> None:
         parts.append(part)
         offset += part.size
     system = qp.build(parts, len(p), result.repaired)
-    for tol in (1e-12, 1e-14):
+    for tol in tols:
         (x, _, status), seconds, _ = timed(lambda tol=tol: qp.solve_clarabel(system, p, tol=tol))
         diff = float(np.abs(np.clip(x[: len(p)], 0, 1) - result.repaired).max())
         print(
@@ -233,6 +234,11 @@ def main() -> None:
     parser.add_argument("--log-reference", type=int, default=20_000, help="tuples of the exponential-cone comparison")
     parser.add_argument("--skip-per-tuple", action="store_true")
     parser.add_argument("--skip-clarabel", action="store_true", help="no reference solves")
+    parser.add_argument(
+        "--strict-reference",
+        action="store_true",
+        help="Clarabel at 1e-14 on the conditional QP too (over 30 minutes on the 2-core machine at load 11)",
+    )
     parser.add_argument("--smoke", action="store_true", help="small sizes, every part: seconds (CI)")
     args = parser.parse_args()
     if args.smoke:
@@ -248,7 +254,8 @@ def main() -> None:
     joint_log(args, rng)
     if not args.skip_clarabel:
         for label, blocks, p, result in done:
-            clarabel_once(label, blocks, p, result)
+            strict = label == "binary" or args.strict_reference
+            clarabel_once(label, blocks, p, result, (1e-12, 1e-14) if strict else (1e-12,))
     print(f"done load={' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
 
 
