@@ -16,7 +16,8 @@ bare base event is a question drawn from a pool (``--pool``, 5,000 by default, s
 tuples of several checks); compound fields (P and Q, Q given P, ...) are questions of their own. Two graphs:
 the binary mix (seven checks) and the mix with the three conditional checks (30% of the tuples). For each:
 
-    joint MIX seconds=<s> outer=<n> settled=<|q_J - c|> incoherence=<max distance of a tuple to its coherent set>
+    joint MIX seconds=<s> cpu_seconds=<s> outer=<n> settled=<|q_J - c|>
+          incoherence=<max distance of a tuple to its coherent set>
           slack=<worst guarantee slack over --worlds random joint worlds> peak_rss_mb=<MB> load=<load>
     clarabel MIX seconds=<one solve of the same QP> ratio=<joint seconds / Clarabel's> max_diff=<|q - q_clarabel|>
 
@@ -147,7 +148,7 @@ def joint_world_slack(blocks, events, p, q, pool: int, n_worlds: int, rng) -> fl
 def joint(label: str, names, args, rng) -> tuple:
     blocks, events, M = graph(args.joint, args.pool, list(names), rng)
     p = rng.random(M)
-    result = repair_graph(blocks, p, "brier")
+    result, _, cpu = timed(lambda: repair_graph(blocks, p, "brier"))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     slack = joint_world_slack(blocks, events, p, result.repaired, args.pool, args.worlds, rng)
     off = max(float(repair_tuples(check, result.repaired[idx]).moved.max()) for check, idx in blocks) ** 0.5
@@ -155,7 +156,7 @@ def joint(label: str, names, args, rng) -> tuple:
     conditional = sum(len(idx) for check, idx in blocks if (check.worlds == NONE).any())
     print(
         f"joint {label} tuples={n} conditional_tuples={conditional} questions={M} pool={args.pool} "
-        f"seconds={result.seconds:.1f} status={result.status} outer={result.iterations} "
+        f"seconds={result.seconds:.1f} cpu_seconds={cpu:.1f} status={result.status} outer={result.iterations} "
         f"settled={result.residual:.1e} incoherence={off:.1e} slack={slack:.1e} moved={result.moved:.3f} "
         f"guaranteed={result.guaranteed:.3f} peak_rss_mb={peak_mb:.0f} load={load()}",
         flush=True,
@@ -170,7 +171,7 @@ def joint_log(args, rng) -> None:
 
     blocks, events, M = graph(args.joint, args.pool, list(BINARY_MIX), rng)
     p = clip_forecasts(rng.random(M))
-    result = repair_graph(blocks, p, "log")
+    result, _, cpu = timed(lambda: repair_graph(blocks, p, "log"))
     off = max(float(repair_tuples(check, result.repaired[idx]).moved.max()) for check, idx in blocks) ** 0.5
     worst = np.inf
     tables = [outcome_table(check) for check, _ in blocks]
@@ -184,6 +185,7 @@ def joint_log(args, rng) -> None:
         worst = min(worst, gain - result.guaranteed)
     print(
         f"joint_log binary tuples={sum(len(i) for _, i in blocks)} questions={M} seconds={result.seconds:.1f} "
+        f"cpu_seconds={cpu:.1f} "
         f"status={result.status} incoherence={off:.1e} guaranteed_nats={result.guaranteed:.3f} "
         f"slack={worst:.1e} load={load()}",
         flush=True,
@@ -216,10 +218,10 @@ def clarabel_once(label: str, blocks, p, result, tols: tuple[float, ...]) -> Non
         offset += part.size
     system = qp.build(parts, len(p), result.repaired)
     for tol in tols:
-        (x, _, status), seconds, _ = timed(lambda tol=tol: qp.solve_clarabel(system, p, tol=tol))
+        (x, _, status), seconds, cpu = timed(lambda tol=tol: qp.solve_clarabel(system, p, tol=tol))
         diff = float(np.abs(np.clip(x[: len(p)], 0, 1) - result.repaired).max())
         print(
-            f"clarabel {label} tol={tol:.0e} seconds={seconds:.1f} status={status} "
+            f"clarabel {label} tol={tol:.0e} seconds={seconds:.1f} cpu_seconds={cpu:.1f} status={status} "
             f"ratio={result.seconds / seconds:.2f} max_diff={diff:.1e} load={load()}",
             flush=True,
         )
