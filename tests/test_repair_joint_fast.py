@@ -7,10 +7,12 @@ graphs of a few thousand tuples (measured: 1.5e-7 on the 2,000-tuple binary grap
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from consistency.checks import get_check
 from consistency.checks.check import NONE
 from consistency.repair import qp, repair_graph, repair_tuples
 from consistency.repair.augmented import AugmentedLagrangian, LocalBlock
@@ -20,22 +22,14 @@ MIXED = [*BINARY, "COND", "CONDCOND", "EXPEVIDENCE"]
 
 
 def shared_graph(n_tuples: int, pool: int, names: list[str], seed: int):
-    """Tuples whose bare base fields are drawn from a pool of shared questions; compound fields are their own."""
+    """Tuples whose bare base fields are drawn from a pool of shared questions (compound fields are questions of
+    their own), as ``benchmarks/bench_repair.py`` builds them; and forecasts."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_repair.py"
+    spec = importlib.util.spec_from_file_location("bench_repair_graphs", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
     rng = np.random.default_rng(seed)
-    per = n_tuples // len(names)
-    M = pool
-    blocks = []
-    for name in names:
-        check = get_check(name)
-        draws = np.stack([rng.choice(pool, size=len(check.bases), replace=False) for _ in range(per)])
-        idx = np.empty((per, check.n_fields), dtype=np.int64)
-        for f, text in enumerate(check.fields.values()):
-            if text.strip() in check.bases:
-                idx[:, f] = draws[:, check.bases.index(text.strip())]
-            else:
-                idx[:, f] = M + np.arange(per)
-                M += per
-        blocks.append((check, idx))
+    blocks, _, M = bench.graph(n_tuples, pool, names, rng)
     return blocks, rng.random(M)
 
 
