@@ -29,9 +29,9 @@ from smoke import parse_args
 from consistency.checks import PAPER_CHECKS, get_check
 from consistency.datasets import benchmark_dir
 from consistency.evaluation import RunOptions, evaluate
+from consistency.fake_openai import ScriptedServer, hypocritical_rule
 from consistency.forecasters import ArbitrageForecaster, BasicForecaster
 from consistency.llm import LLMSettings
-from consistency.testing import ScriptedServer, hypocritical_rule
 
 SETUPS: list[tuple[str, list[str], int]] = [
     ("base", [], 0),

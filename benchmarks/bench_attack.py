@@ -24,9 +24,9 @@ from pathlib import Path
 from smoke import parse_args
 
 from consistency.attack import SearchOptions, attack
+from consistency.fake_openai import ScriptedServer
+from consistency.fake_openai.rules import RULES, in_planted_region
 from consistency.llm import LLMSettings
-from consistency.testing import ScriptedServer
-from consistency.testing.rules import RULES, in_planted_region
 
 
 def main() -> None:

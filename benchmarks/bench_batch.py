@@ -2,7 +2,7 @@
 
 Sends 20,000 structured questions through ``LLMSettings(batch=True)``: the whole client path
 (instructor, cache lookups and writes, the batch collector, upload, polling, download, parsing,
-validation, cost, transcript-free) against ``python -m consistency.testing`` in its own process.
+validation, cost, transcript-free) against ``python -m consistency.fake_openai`` in its own process.
 Prints
 
     requests_per_s=<n>   questions prepared and parsed per second of client CPU (target >= 2,000)

@@ -36,10 +36,10 @@ from pathlib import Path
 
 from consistency.evaluation import RunOptions
 from consistency.evaluation.ground_truth import evaluate_questions
+from consistency.fake_openai import FAULT_KINDS, ScriptedServer, probability_rule, random_faults
+from consistency.fake_openai.rules import RULES
 from consistency.jsonl import iter_json_lines, write_jsonl
 from consistency.llm import LLMSettings
-from consistency.testing import FAULT_KINDS, ScriptedServer, probability_rule, random_faults
-from consistency.testing.rules import RULES
 
 
 def write_questions(path: Path, n: int) -> None:

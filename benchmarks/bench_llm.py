@@ -107,8 +107,8 @@ def local_latency(samples: int) -> str:
 
 @contextmanager
 def scripted_server(latency: float) -> Iterator[str]:
-    """Start ``python -m consistency.testing`` on a free port; yield its model spec."""
-    cmd = [sys.executable, "-m", "consistency.testing", "--port", "0", "--latency", str(latency)]
+    """Start ``python -m consistency.fake_openai`` on a free port; yield its model spec."""
+    cmd = [sys.executable, "-m", "consistency.fake_openai", "--port", "0", "--latency", str(latency)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""

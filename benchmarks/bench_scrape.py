@@ -31,13 +31,13 @@ from pathlib import Path
 import httpx2
 from smoke import parse_args
 
+from consistency.fake_openai.web import TOKEN
 from consistency.sources import HttpSettings, Metaculus, ScrapeOptions, scrape
 from consistency.sources.http import full_url
-from consistency.testing.web import TOKEN
 
 
 def start_server(n: int, latency: float, page_cap: int) -> tuple[subprocess.Popen[str], str]:
-    argv = [sys.executable, "-m", "consistency.testing.web", "--bulk", str(n), "--latency", str(latency),
+    argv = [sys.executable, "-m", "consistency.fake_openai.web", "--bulk", str(n), "--latency", str(latency),
             "--page-cap", str(page_cap)]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline() if proc.stdout else ""

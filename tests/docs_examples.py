@@ -6,8 +6,8 @@ Commands run with bash in a directory prepared per page (``consistency/`` of thi
 into it, so bundled paths work as in a clone), with the offline servers' addresses in the environment:
 
 - ``CC_DEMO_MODEL``: model spec of the scripted server answering with the ``demo`` rule
-  (``python -m consistency.testing --rule demo``), ``CC_DEMO_URL`` its base URL;
-- ``CC_WEB_URL``: the fixture web server (``python -m consistency.testing.web``).
+  (``python -m consistency.fake_openai --rule demo``), ``CC_DEMO_URL`` its base URL;
+- ``CC_WEB_URL``: the fixture web server (``python -m consistency.fake_openai.web``).
 
 Outputs are compared after normalising what differs between runs (times, durations, ports, the
 temporary directory, progress bars). ```` ```python ```` blocks of a page run in order in one

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from consistency.evaluation.benchmark import load_benchmark
+from consistency.fake_openai import probability_for
 from consistency.forecasters.llm import forecast_messages
 from consistency.metrics.forecast_files import ScoreParams, score_path
-from consistency.testing import probability_for
 
 CC = Path(sys.executable).parent / "cc"
 INSPECT = Path(sys.executable).parent / "inspect"

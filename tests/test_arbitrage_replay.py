@@ -14,11 +14,11 @@ from consistency.cli import app
 from consistency.evaluation import evaluate
 from consistency.evaluation.arbitrage_replay import ReplayError, replay
 from consistency.evaluation.asking import RunOptions
+from consistency.fake_openai import ScriptedServer, hypocritical_rule
 from consistency.forecasters import ArbitrageForecaster, BasicForecaster
 from consistency.llm import LLMSettings
 from consistency.metrics.closed_forms import closed_form
 from consistency.metrics.forecast_files import score_path
-from consistency.testing import ScriptedServer, hypocritical_rule
 
 CHECKER = {"neg": ("NegChecker", "not_P"), "para": ("ParaphraseChecker", "para_P")}
 

@@ -19,11 +19,11 @@ from consistency.attack.mutations import DETAIL_MARK as ATTACK_MARK
 from consistency.attack.run import load_seeds
 from consistency.checks import get_check
 from consistency.cli import app
+from consistency.fake_openai import ScriptedServer
+from consistency.fake_openai.rules import RULES, in_planted_region
+from consistency.fake_openai.worlds import DETAIL_MARK as WORLDS_MARK
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
-from consistency.testing import ScriptedServer
-from consistency.testing.rules import RULES, in_planted_region
-from consistency.testing.worlds import DETAIL_MARK as WORLDS_MARK
 
 FAST = LLMSettings(timeout=5, max_backoff=0.05)
 THRESHOLD = 0.01
@@ -123,7 +123,7 @@ def test_the_returned_benchmark_re_evaluates_from_the_response_cache_with_no_new
 
 
 def test_the_budget_is_a_hard_cap_through_retries_and_resumes(tmp_path):
-    from consistency.testing import Fault, every_nth
+    from consistency.fake_openai import Fault, every_nth
 
     rule = every_nth(RULES["planted"](), 3, Fault.server_error(500))  # a third of the requests fail and are retried
     with ScriptedServer(rule) as srv:
@@ -218,7 +218,7 @@ def test_seeds_keep_their_base_questions_and_the_rules_are_selectable():
     assert {"default", "coherent", "constant", "planted"} <= set(RULES)
     assert ATTACK_MARK == WORLDS_MARK  # the coherent scripted forecaster reads the detail mutation
     out = subprocess.run(
-        [sys.executable, "-m", "consistency.testing", "--rule", "nope"], capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "consistency.fake_openai", "--rule", "nope"], capture_output=True, text=True, timeout=30
     )
     assert out.returncode == 2 and "planted" in out.stderr
 
@@ -257,10 +257,10 @@ def test_cc_report_shows_the_search_next_to_uniform_sampling(tmp_path):
 
 def test_the_coherent_rule_is_coherent_on_every_bundled_check_and_the_planted_one_only_slips_on_long_negations():
     from consistency.checks import all_checks
+    from consistency.fake_openai.rules import coherent_probability, planted_probability
     from consistency.metrics.forecast_files import score_forecasts
     from consistency.models import ForecastingQuestion
     from consistency.prompts import question_block
-    from consistency.testing.rules import coherent_probability, planted_probability
 
     seeds = load_seeds(None, all_checks())
     for check in all_checks():

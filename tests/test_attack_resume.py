@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 
 from consistency.attack import attack
 from consistency.cli import app
+from consistency.fake_openai import ScriptedServer
+from consistency.fake_openai.rules import RULES
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
-from consistency.testing import ScriptedServer
-from consistency.testing.rules import RULES
 
 FAST = LLMSettings(timeout=5, max_backoff=0.05)
 BUDGET = "40"

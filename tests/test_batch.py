@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from consistency.cli import app
 from consistency.evaluation import RunOptions, evaluate
+from consistency.fake_openai import Fault, Reply, ScriptedServer, faults_then, probability_rule
+from consistency.fake_openai.replies import call_rule
 from consistency.llm import LLMSettings
 from consistency.llm.batch import BATCHES, read_batches
-from consistency.testing import Fault, Reply, ScriptedServer, faults_then, probability_rule
-from consistency.testing.replies import call_rule
 
 #: batch mode with short waits: a batch file goes 50 ms after the last request, polled every 20 ms
 BATCH = LLMSettings(batch=True, batch_idle=0.05, batch_poll=0.02, batch_poll_max=0.1, max_backoff=0.05, timeout=10)

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from consistency.cli import app
+from consistency.fake_openai import ScriptedServer, probability_for, schema_rule
 from consistency.jsonl import iter_json_lines
-from consistency.testing import ScriptedServer, probability_for, schema_rule
 
 BOT = Path(__file__).parent / "bots" / "scripted_bot.py"
 CHECKS = ("NegChecker", "AndChecker", "CondChecker")

@@ -19,7 +19,7 @@ HEAVY = (
     "scipy",
     "consistency.llm",
     "consistency.metrics.forecast_files",
-    "consistency.testing",
+    "consistency.fake_openai",
 )
 
 

@@ -12,8 +12,8 @@ import tomllib
 from pathlib import Path
 
 from consistency.checks import all_checks, get_check
+from consistency.fake_openai import ScriptedServer, probability_rule
 from consistency.forecasters import load_forecaster
-from consistency.testing import ScriptedServer, probability_rule
 
 CC = Path(sys.executable).parent / "cc"
 ROOT = Path(__file__).resolve().parents[1]

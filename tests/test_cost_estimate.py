@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from consistency.evaluation import EstimateError, RunOptions, estimate, estimate_resume, evaluate, resume
+from consistency.fake_openai import ScriptedServer, probability_rule
 from consistency.forecasters import ArbitrageForecaster, Forecaster
 from consistency.llm import LLMSettings
 from consistency.models import Forecast
-from consistency.testing import ScriptedServer, probability_rule
 
 CC = Path(sys.executable).parent / "cc"
 PRICES = {"scripted": {"input": 2.5, "output": 10.0}}  # USD per million tokens, as gpt-4o's

@@ -11,9 +11,9 @@ from datetime import date
 import pytest
 from test_generate_cli import cc
 
-from consistency.testing import ScriptedServer
-from consistency.testing.rules import RULES, probability_rule
-from consistency.testing.web import TOKEN, WebFixture
+from consistency.fake_openai import ScriptedServer
+from consistency.fake_openai.rules import RULES, probability_rule
+from consistency.fake_openai.web import TOKEN, WebFixture
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def lines(path):
 def test_rules_by_name_and_on_the_command_line():
     assert {"default", "demo", "hypocritical"} <= set(RULES)
     assert RULES["default"] is probability_rule
-    proc = subprocess.run([sys.executable, "-m", "consistency.testing", "--rule", "nope"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "consistency.fake_openai", "--rule", "nope"], capture_output=True,
                           text=True, timeout=60, check=False)  # fmt: skip
     assert proc.returncode == 2 and "invalid choice: 'nope'" in proc.stderr and "demo" in proc.stderr
 

@@ -28,9 +28,9 @@ from docs_examples import (
     run_command,
 )
 
-from consistency.testing import ScriptedServer
-from consistency.testing.rules import RULES
-from consistency.testing.web import WebFixture
+from consistency.fake_openai import ScriptedServer
+from consistency.fake_openai.rules import RULES
+from consistency.fake_openai.web import WebFixture
 
 UPDATE = os.environ.get("CC_DOCS_UPDATE") == "1"
 SAVE_AS = re.compile(r"# ([\w.-]+\.py)\n")

@@ -18,8 +18,8 @@ from consistency.embeddings import (
     similarity,
 )
 from consistency.extras import install_hint
+from consistency.fake_openai import ScriptedServer
 from consistency.llm import LLM, LLMSettings
-from consistency.testing import ScriptedServer
 
 TITLES = [
     "Will SpaceX land humans on Mars before 2030?",

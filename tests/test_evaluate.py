@@ -23,11 +23,11 @@ from consistency.datasets import benchmark_dir
 from consistency.datasets.make_benchmark import make_benchmark
 from consistency.evaluation import RunOptions, evaluate, load_benchmark, resume
 from consistency.evaluation.ground_truth import evaluate_questions
+from consistency.fake_openai import Fault, Reply, ScriptedServer, every_nth, probability_rule
 from consistency.forecasters import BasicForecaster
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
 from consistency.metrics.forecast_files import score_path
-from consistency.testing import Fault, Reply, ScriptedServer, every_nth, probability_rule
 
 FAST = LLMSettings(timeout=5, max_backoff=0.05, max_connections=16)
 RESULT_FILES = ("summary.json", "forecasts.jsonl")

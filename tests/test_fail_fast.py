@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 
 from consistency.cli import app
 from consistency.evaluation import evaluate
+from consistency.fake_openai import Fault, ScriptedServer, probability_rule
 from consistency.llm.fatal import FatalError
-from consistency.testing import Fault, ScriptedServer, probability_rule
 
 TIMEOUT = 120
 CONNECTIONS = 4  # requests in flight at once: the most a stopped run can have sent after the first error

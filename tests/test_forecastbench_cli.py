@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from test_cli import cc
 
+from consistency.fake_openai import ScriptedServer, probability_rule
 from consistency.forecastbench import validate_forecast_set
 from consistency.forecastbench.export import question_sets
 from consistency.forecastbench.keys import key_of
 from consistency.forecastbench.synthetic import sample_dir
 from consistency.models import ForecastingQuestion
-from consistency.testing import ScriptedServer, probability_rule
 
 ROUND = "2026-03-01"
 
@@ -132,7 +132,7 @@ def test_combination_rows_of_a_forecast_set_become_an_outcome_free_signal(trip):
 
 
 def test_tuples_of_any_check_from_forecastbench_questions_by_a_model(trip):
-    from consistency.testing.rules import RULES
+    from consistency.fake_openai.rules import RULES
 
     tmp, _ = trip
     with ScriptedServer(RULES["demo"]()) as srv:

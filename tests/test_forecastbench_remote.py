@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from consistency.fake_openai.http_server import HTTPServer, Request, Response
 from consistency.forecastbench import ForecastBenchError, load
 from consistency.forecastbench.synthetic import Shape, make_round, write_round
-from consistency.testing.http_server import HTTPServer, Request, Response
 
 
 class Datasets(HTTPServer):

@@ -9,6 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from consistency.fake_openai import Fault, ScriptedServer, faults_then, probability_for, probability_rule
 from consistency.forecasters import (
     BasicForecaster,
     CoTForecaster,
@@ -19,7 +20,6 @@ from consistency.forecasters import (
     pool,
 )
 from consistency.models import Forecast, ForecastingQuestion
-from consistency.testing import Fault, ScriptedServer, faults_then, probability_for, probability_rule
 
 Q = ForecastingQuestion(id="q1", title="Will the Artemis III crew land on the Moon before 2029?", body="Per NASA.")
 

@@ -12,13 +12,13 @@ import pytest
 from consistency.checks import all_checks, get_check
 from consistency.checks.check import NONE
 from consistency.embeddings import LexicalEmbedder
+from consistency.fake_openai import Fault, Reply, ScriptedServer, faults_then, schema_rule
 from consistency.generate.llm import LLMInstantiator
 from consistency.generate.pipeline import GenerateOptions, generate, tuple_key
 from consistency.generate.relevance import RelevanceRanker
 from consistency.generate.verify import TupleVerifier
 from consistency.llm import LLM, LLMSettings
 from consistency.models import ForecastingQuestion, tuple_model
-from consistency.testing import Fault, Reply, ScriptedServer, faults_then, schema_rule
 
 GOOD = {"FieldText": {"title": "Will the generated event happen?", "body": "Resolves YES per the criteria given."}}
 

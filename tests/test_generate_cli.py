@@ -14,8 +14,8 @@ from test_generate import answers, question
 
 import consistency
 from consistency.checks import get_check
+from consistency.fake_openai import ScriptedServer
 from consistency.generate.pipeline import tuple_key
-from consistency.testing import ScriptedServer
 
 ROOT = Path(consistency.__file__).resolve().parent.parent
 

@@ -21,9 +21,9 @@ from typer.testing import CliRunner
 
 from consistency.cli import app
 from consistency.evaluation import RunDir, RunDirError, RunOptions, evaluate
+from consistency.fake_openai import Fault, Reply, ScriptedServer, faults_then, probability_rule, random_faults
 from consistency.jsonl import AppendLog, iter_json_lines, write_json
 from consistency.llm import LLM, LLMSettings, ResponseCache
-from consistency.testing import Fault, Reply, ScriptedServer, faults_then, probability_rule, random_faults
 
 FAST = LLMSettings(timeout=5, max_backoff=0.05, max_connections=16)
 runner = CliRunner()
@@ -470,13 +470,13 @@ def test_random_faults_lose_nothing_and_bill_what_the_transcript_says(tmp_path):
 
 
 def test_fault_options_of_the_scripted_server_cli():
-    from consistency.testing.__main__ import _fault
+    from consistency.fake_openai.__main__ import _fault
 
     assert _fault("429=0.1") == ("429", 0.1) and _fault("hang") == ("hang", 0.05)
     with pytest.raises(Exception, match="unknown fault"):
         _fault("teapot=0.1")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "consistency.testing", "--port", "0", "--fault", "500=1"],
+        [sys.executable, "-m", "consistency.fake_openai", "--port", "0", "--fault", "500=1"],
         stdout=subprocess.PIPE,
         text=True,
     )

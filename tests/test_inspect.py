@@ -31,8 +31,8 @@ from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
 from consistency.evaluation.benchmark import load_benchmark  # noqa: E402
+from consistency.fake_openai import probability_for  # noqa: E402
 from consistency.integrations.inspect.answers import parse_answer  # noqa: E402
-from consistency.testing import probability_for  # noqa: E402
 
 
 def mock(answer, calls: Counter | None = None):

@@ -23,7 +23,7 @@ require_inspect()
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.log import list_eval_logs, read_eval_log  # noqa: E402
 
-from consistency.testing import Reply, ScriptedServer, probability_for, probability_rule  # noqa: E402
+from consistency.fake_openai import Reply, ScriptedServer, probability_for, probability_rule  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")
 

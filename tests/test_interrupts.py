@@ -56,7 +56,7 @@ def test_a_signal_saves_the_run_and_names_its_directory(tmp_path, sig, code, wor
 
 
 def test_sigterm_stops_a_model_calling_command_with_its_own_code(tmp_path):
-    from consistency.testing import Fault, ScriptedServer, faults_then, probability_rule
+    from consistency.fake_openai import Fault, ScriptedServer, faults_then, probability_rule
 
     env = os.environ | {"NO_COLOR": "1", "COLUMNS": "400", "CC_CACHE_DIR": str(tmp_path / "cache")}
     with ScriptedServer(faults_then(probability_rule(), Fault.hang(60))) as srv:

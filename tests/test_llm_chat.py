@@ -11,10 +11,10 @@ import json
 import openai
 import pytest
 
+from consistency.fake_openai import ScriptedServer
+from consistency.fake_openai.server import Request, Response, json_response
 from consistency.llm import LLM, LLMSettings
 from consistency.llm.chat import chat_create
-from consistency.testing import ScriptedServer
-from consistency.testing.server import Request, Response, json_response
 
 COMPLETION = {
     "id": "chatcmpl-1",

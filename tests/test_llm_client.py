@@ -10,11 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
-from consistency.llm import LLM, LLMSettings, parse_model_spec
-from consistency.llm.fatal import FatalError
-from consistency.llm.limits import RateLimiter
-from consistency.llm.specs import ModelSpecError
-from consistency.testing import (
+from consistency.fake_openai import (
     Fault,
     Reply,
     ScriptedServer,
@@ -23,6 +19,10 @@ from consistency.testing import (
     probability_rule,
     together,
 )
+from consistency.llm import LLM, LLMSettings, parse_model_spec
+from consistency.llm.fatal import FatalError
+from consistency.llm.limits import RateLimiter
+from consistency.llm.specs import ModelSpecError
 
 SECRET = "sk-test-SECRETVALUE1234567890"
 

@@ -12,10 +12,10 @@ import openai
 import pytest
 from pydantic import BaseModel, Field
 
+from consistency.fake_openai import Reply, ScriptedServer, sequence
 from consistency.llm import LLM, LLMSettings
 from consistency.llm.chat import chat_create
 from consistency.llm.structured import ValidationFailed, ask_structured, plan
-from consistency.testing import Reply, ScriptedServer, sequence
 
 
 class Answer(BaseModel):

@@ -1,7 +1,7 @@
 """The logprob forecaster: P(Yes) / (P(Yes) + P(No)) of the first answer token, over real HTTP.
 
 The scripted server returns ``logprobs`` in OpenAI's shape when asked, with a distribution its rule
-decides (:func:`~consistency.testing.rules.yes_no_chances`: each answer spread over three spellings),
+decides (:func:`~consistency.fake_openai.rules.yes_no_chances`: each answer spread over three spellings),
 so these tests go through the openai client, the cache, the transcript and the run directory.
 """
 
@@ -16,12 +16,12 @@ from openai.types.chat import ChatCompletion
 from typer.testing import CliRunner
 
 from consistency.cli import app
+from consistency.fake_openai import Reply, ScriptedServer, probability_for, probability_rule, sequence
 from consistency.forecasters import BasicForecaster, ForecasterSpecError, LogprobForecaster, load_forecaster
 from consistency.forecasters.logprob import answer_word, yes_no_mass
 from consistency.llm import LLM, FatalError, LLMSettings
 from consistency.llm.logprobs import NextToken, TokenChance
 from consistency.models import ForecastingQuestion
-from consistency.testing import Reply, ScriptedServer, probability_for, probability_rule, sequence
 
 Q = ForecastingQuestion(id="q1", title="Will the Artemis III crew land on the Moon before 2029?", body="Per NASA.")
 

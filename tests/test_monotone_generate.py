@@ -11,6 +11,8 @@ from test_generate_cli import cc
 
 from consistency.checks import MONOTONE, monotone_check
 from consistency.datasets import benchmark_dir
+from consistency.fake_openai import ScriptedServer
+from consistency.fake_openai.rules import RULES
 from consistency.generate import TemplateInstantiator
 from consistency.generate.chains import NoHorizon, find_deadline, horizon_chain, shift_years
 from consistency.generate.llm import LLMInstantiator
@@ -18,8 +20,6 @@ from consistency.generate.pipeline import GenerateOptions, generate
 from consistency.generate.verify import TupleVerifier
 from consistency.llm import LLM, LLMSettings
 from consistency.models import ForecastingQuestion, tuple_model
-from consistency.testing import ScriptedServer
-from consistency.testing.rules import RULES
 
 
 @pytest.fixture(autouse=True)

@@ -14,12 +14,12 @@ from consistency.cli import app
 from consistency.datasets import benchmark_dir
 from consistency.evaluation import evaluate
 from consistency.evaluation.asking import RunOptions
+from consistency.fake_openai import ScriptedServer, hypocritical_rule
+from consistency.fake_openai.rules import RULES
 from consistency.forecasters import ArbitrageForecaster, BasicForecaster, load_forecaster
 from consistency.llm import LLMSettings
 from consistency.metrics.arbitrage import arbitrage
 from consistency.models import ForecastingQuestion
-from consistency.testing import ScriptedServer, hypocritical_rule
-from consistency.testing.rules import RULES
 
 FAST = LLMSettings(timeout=5, max_backoff=0.05, max_connections=16, cache=False)
 runner = CliRunner()
@@ -124,9 +124,9 @@ def test_the_inspect_task_for_monotone_scores_like_cc_score(tmp_path):
 
 def test_attack_proposes_chains_and_the_coherent_rule_holds_on_them(tmp_path):
     from consistency.attack import attack
+    from consistency.fake_openai.rules import coherent_probability
     from consistency.metrics.forecast_files import score_forecasts
     from consistency.prompts import question_block
-    from consistency.testing.rules import coherent_probability
 
     chains = [json.loads(x) for x in (benchmark_dir() / "tuples" / "MonotoneChecker.jsonl").read_text().splitlines()]
     asked = [[question_block(ForecastingQuestion.model_validate(t[f])) for f in MONOTONE.field_names] for t in chains]

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from consistency.cli import app
 from consistency.cli.progress import HEARTBEAT, Progress, local_model_status
 from consistency.evaluation.reading import BUNDLED, degenerate, uses_bundled_model
-from consistency.testing import ScriptedServer, probability_rule
+from consistency.fake_openai import ScriptedServer, probability_rule
 
 ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(r"^work (\d+)/10 (.*) \d+:\d\d:\d\d$")

@@ -13,7 +13,7 @@ pytest_plugins = ["pytester"]
 FORECASTERS = """
 import re
 from consistency import Forecast, Forecaster
-from consistency.testing import probability_for
+from consistency.fake_openai import probability_for
 
 NEGATED = re.compile(r"^Will \\u201c([^\\u201d]*)\\u201d resolve NO\\?$")
 PARAPHRASED = re.compile(r"^Will the following question resolve YES: \\u201c([^\\u201d]*)\\u201d\\?$")
@@ -79,8 +79,8 @@ def test_always_yes(assert_consistent):
 
 def test_the_sample_is_deterministic_and_the_response_cache_is_reused(tmp_path, monkeypatch):
     from consistency.evaluation.gate import assert_consistent
+    from consistency.fake_openai import ScriptedServer
     from consistency.forecasters import BasicForecaster
-    from consistency.testing import ScriptedServer
 
     monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
     with ScriptedServer() as srv:

@@ -11,10 +11,10 @@ import pytest
 from test_generate_cli import cc
 
 from consistency.embeddings import LexicalEmbedder
+from consistency.fake_openai import Reply, ScriptedServer
 from consistency.llm import LLM, LLMSettings
 from consistency.models import ForecastingQuestion
 from consistency.questions import Window, build_questions, related_titles, synthetic_titles, verify_questions
-from consistency.testing import Reply, ScriptedServer
 
 TITLES = [
     "Will Brazil's central bank cut its policy rate below 9% before 2028?",

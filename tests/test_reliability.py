@@ -93,7 +93,7 @@ def cc_process(tmp_path: Path, *args: object) -> subprocess.Popen[str]:
 
 
 def test_two_scrapes_into_one_file_at_once_never_duplicate(tmp_path):
-    from consistency.testing.web import WebFixture, bulk_data
+    from consistency.fake_openai.web import WebFixture, bulk_data
 
     args = (
         "questions",
@@ -148,8 +148,8 @@ def test_an_append_log_in_use_elsewhere_is_refused_naming_the_owner(tmp_path):
 
 @pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC])
 def test_scrape_on_an_unwritable_out_is_one_sentence(tmp_path, monkeypatch, code):
+    from consistency.fake_openai.web import WebFixture
     from consistency.jsonl import AppendLog
-    from consistency.testing.web import WebFixture
 
     real = AppendLog.extend
 
@@ -188,7 +188,7 @@ def test_generate_into_a_file_another_command_writes_is_refused(tmp_path):
 
 def test_ask_and_evaluate_with_an_unusable_cache_directory_warn_once_and_run(tmp_path, monkeypatch, caplog):
     """6 (and 5's ``cc ask``): the cache only saves time, so one it cannot create is a warning, not a stop."""
-    from consistency.testing import ScriptedServer, probability_rule
+    from consistency.fake_openai import ScriptedServer, probability_rule
 
     (tmp_path / "a-file").write_text("")
     monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "a-file" / "cache"))  # mkdir fails: ENOTDIR
@@ -270,7 +270,7 @@ def _limited(kib: int):
 
 
 def test_a_file_size_limit_stops_the_run_resumably_and_nothing_is_paid_twice(tmp_path):
-    from consistency.testing import ScriptedServer, probability_rule
+    from consistency.fake_openai import ScriptedServer, probability_rule
 
     env = {**os.environ, "CC_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1", "COLUMNS": "400"}
     with ScriptedServer(probability_rule()) as srv:
@@ -297,7 +297,7 @@ def test_a_file_size_limit_stops_the_run_resumably_and_nothing_is_paid_twice(tmp
 
 @pytest.mark.parametrize("code", [errno.EIO, errno.EROFS, errno.EDQUOT, errno.EFBIG])
 def test_any_error_writing_the_transcript_takes_the_full_disk_path(tmp_path, monkeypatch, code):
-    from consistency.testing import ScriptedServer, probability_rule
+    from consistency.fake_openai import ScriptedServer, probability_rule
 
     real_open, opened = Path.open, []
 

@@ -33,7 +33,7 @@ def test_an_answer_is_billed_before_the_client_can_read_it(monkeypatch):
 
     from openai import OpenAI
 
-    from consistency.testing import ScriptedServer
+    from consistency.fake_openai import ScriptedServer
 
     real_send = ScriptedServer._send
 
@@ -54,7 +54,7 @@ def test_an_answer_is_billed_before_the_client_can_read_it(monkeypatch):
 
 
 def test_an_endpoint_answering_only_5xx_stops_the_run_early_as_failed(tmp_path):
-    from consistency.testing import Fault, ScriptedServer
+    from consistency.fake_openai import Fault, ScriptedServer
 
     with ScriptedServer(lambda request: Fault.server_error(500)) as srv:
         args = ["evaluate", "-f", srv.model_spec(), "-c", "neg", "-n", "24", "-o", "run", "--concurrency", "4"]
@@ -70,8 +70,8 @@ def test_an_endpoint_answering_only_5xx_stops_the_run_early_as_failed(tmp_path):
 def test_a_server_with_some_5xx_after_good_answers_is_retried_not_stopped():
     import asyncio
 
+    from consistency.fake_openai import Fault, ScriptedServer, probability_rule
     from consistency.llm import LLM, LLMSettings
-    from consistency.testing import Fault, ScriptedServer, probability_rule
 
     rule = probability_rule()
     state = {"n": 0}
@@ -90,7 +90,7 @@ def test_a_server_with_some_5xx_after_good_answers_is_retried_not_stopped():
 
 
 def test_a_run_where_every_question_failed_is_failed(tmp_path):
-    from consistency.testing import Reply, ScriptedServer
+    from consistency.fake_openai import Reply, ScriptedServer
 
     with ScriptedServer(lambda request: Reply.json({"reasoning": "?", "prob": "likely"})) as srv:
         done = runner.invoke(app, ["evaluate", "-f", srv.model_spec(), "-c", "neg", "-n", "2", "-o", "run"])
@@ -118,8 +118,8 @@ def test_a_repeated_question_id_is_warned_about_and_the_first_kept(tmp_path):
 @pytest.mark.parametrize("fault", ["malformed", "drop", "hang"])
 def test_batch_lines_the_server_failed_are_retried_within_the_budget(tmp_path, fault, fallback):
     from consistency.evaluation import RunOptions, evaluate
+    from consistency.fake_openai import Fault, ScriptedServer, faults_then, probability_rule
     from consistency.llm import LLMSettings
-    from consistency.testing import Fault, ScriptedServer, faults_then, probability_rule
 
     make = {"malformed": Fault.malformed, "drop": Fault.drop, "hang": lambda: Fault.hang(30)}[fault]
     rule = faults_then(probability_rule(), make())  # each request fails once, then succeeds
@@ -153,8 +153,8 @@ def _scrape(source, srv, out, opts=None, **kw):
 
 
 def test_a_polymarket_scrape_stopped_at_an_unusable_cursor_page_saves_its_position(tmp_path):
+    from consistency.fake_openai.web import WebFixture
     from consistency.sources.scraper import state_path_for
-    from consistency.testing.web import WebFixture
 
     out = tmp_path / "p.jsonl"
     with WebFixture(page_cap=2, broken={("polymarket", 2)}) as srv:  # the second cursor page is cut in half
@@ -165,7 +165,7 @@ def test_a_polymarket_scrape_stopped_at_an_unusable_cursor_page_saves_its_positi
 
 
 def test_a_manifold_market_whose_detail_page_is_gone_is_a_skipped_item(tmp_path):
-    from consistency.testing.web import WebFixture
+    from consistency.fake_openai.web import WebFixture
 
     out = tmp_path / "m.jsonl"
     with WebFixture(faults={("manifold-market", "m2"): ["404"] * 5}) as srv:
@@ -176,7 +176,7 @@ def test_a_manifold_market_whose_detail_page_is_gone_is_a_skipped_item(tmp_path)
 
 
 def test_resuming_a_finished_scrape_says_it_is_finished(tmp_path):
-    from consistency.testing.web import WebFixture
+    from consistency.fake_openai.web import WebFixture
 
     with WebFixture(page_cap=3) as srv:
         args = ["questions", "scrape", "manifold", "--base-url", srv.url_for("manifold"), "--out", "q.jsonl",
@@ -190,7 +190,7 @@ def test_resuming_a_finished_scrape_says_it_is_finished(tmp_path):
 def test_polymarket_markets_settled_at_uncollapsed_prices_are_resolved(tmp_path):
     from datetime import timedelta
 
-    from consistency.testing.web import T0, FixtureData, WebFixture, polymarket_market
+    from consistency.fake_openai.web import T0, FixtureData, WebFixture, polymarket_market
 
     d = timedelta(days=1)
     data = FixtureData(polymarket=[

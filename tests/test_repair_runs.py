@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 
 from consistency.checks import get_check
 from consistency.cli import app
+from consistency.fake_openai import ScriptedServer, hypocritical_rule
 from consistency.jsonl import iter_json_lines
 from consistency.repair.runs import repair_forecasts, repair_run
 from consistency.repair.sources import RepairInputError, read_graph
-from consistency.testing import ScriptedServer, hypocritical_rule
 
 runner = CliRunner()
 REFERENCE = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference-data"

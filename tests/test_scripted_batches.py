@@ -25,7 +25,7 @@ openai = pytest.importorskip("openai")
 from openai.types import Batch, FileObject  # noqa: E402
 from openai.types.chat import ChatCompletion  # noqa: E402
 
-from consistency.testing import (  # noqa: E402
+from consistency.fake_openai import (  # noqa: E402
     BatchBehaviour,
     Fault,
     Reply,
@@ -357,7 +357,7 @@ def test_stopping_the_server_ends_running_batches_and_reset_clears_counters() ->
 
 
 def test_module_entry_point_takes_the_batch_flags() -> None:
-    command = [sys.executable, "-m", "consistency.testing", "--port", "0", "--fail-uploads", "1"]
+    command = [sys.executable, "-m", "consistency.fake_openai", "--port", "0", "--fail-uploads", "1"]
     command += ["--upload-failure-status", "502", "--batch-max-requests", "2", "--expire-batches", "1"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:

@@ -27,7 +27,7 @@ instructor = pytest.importorskip("instructor")
 from instructor.core import InstructorRetryException  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
 
-from consistency.testing import (  # noqa: E402
+from consistency.fake_openai import (  # noqa: E402
     Fault,
     Reply,
     ScriptedRequest,
@@ -427,7 +427,7 @@ def test_async_with_runs_on_the_current_loop_and_model_spec():
 
 def test_module_entry_point_serves_until_interrupted():
     process = subprocess.Popen(
-        [sys.executable, "-m", "consistency.testing", "--port", "0", "--latency", "0"],
+        [sys.executable, "-m", "consistency.fake_openai", "--port", "0", "--latency", "0"],
         stdout=subprocess.PIPE,
         text=True,
     )

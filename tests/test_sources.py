@@ -11,8 +11,8 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 from test_generate_cli import cc
 
+from consistency.fake_openai.web import T0, TOKEN, WebFixture, metaculus_post, special_data
 from consistency.sources import SOURCES, FatalHTTPError, HttpSettings, ScrapeOptions, scrape
-from consistency.testing.web import T0, TOKEN, WebFixture, metaculus_post, special_data
 
 NOW = datetime(2024, 9, 1, tzinfo=UTC)
 WINDOW = ScrapeOptions(resolved_after=date(2024, 5, 1), resolved_before=date(2024, 8, 15))
@@ -203,7 +203,7 @@ def test_min_traders_refused_for_polymarket(tmp_path):
 
 
 def test_manifold_stops_paging_past_the_window(tmp_path):
-    from consistency.testing.web import bulk_data
+    from consistency.fake_openai.web import bulk_data
 
     window = ScrapeOptions(resolved_after=date(2024, 7, 20), resolved_before=date(2024, 8, 15))
     with WebFixture(bulk_data(400), page_cap=50) as srv:
@@ -257,7 +257,7 @@ def test_cli_scrape_summary(tmp_path):
 
 def test_end_to_end_scrape_generate_evaluate_leaderboard(tmp_path):
     """Scraped questions feed the rest of the pipeline as they are, with no glue."""
-    from consistency.testing.web import bulk_data
+    from consistency.fake_openai.web import bulk_data
 
     with WebFixture(bulk_data(250), page_cap=100) as srv:
         scraped = cc(tmp_path, "questions", "scrape", "manifold", "--base-url", srv.url_for("manifold"), "-n", 200,
@@ -293,7 +293,7 @@ def test_n_counts_written_questions_when_a_detail_page_fails(tmp_path):
 def test_resume_reads_unusable_pages_again(tmp_path):
     """A listing page that failed after its retries (here the first one, then a middle one) or a
     detail page that failed is tried again by --resume; nothing is lost and nothing doubled."""
-    from consistency.testing.web import bulk_data
+    from consistency.fake_openai.web import bulk_data
 
     once = HttpSettings(max_backoff=0.05, timeout=5, max_attempts=2)
     for failing in (0, 10):
@@ -315,7 +315,7 @@ def test_resume_reads_unusable_pages_again(tmp_path):
 def test_resolved_questions_get_the_market_probability_before_the_close(tmp_path, monkeypatch):
     """The final community/market probability leaks the answer (0.97 for a YES): ``market_prob`` is the
     value ``market_lead_days`` before the close, read from the history (Metaculus) or the bets (Manifold)."""
-    from consistency.testing.web import FixtureData, manifold_market
+    from consistency.fake_openai.web import FixtureData, manifold_market
 
     monkeypatch.setenv("METACULUS_TOKEN", TOKEN)
     d = timedelta(days=1)
@@ -363,8 +363,8 @@ def test_bad_out_and_a_damaged_position_file_are_one_sentence(tmp_path):
 def test_a_long_page_is_written_a_batch_at_a_time(tmp_path, monkeypatch):
     """Manifold pages hold 1,000 markets, each needing its own requests: questions are written as
     batches complete, so an interrupted run keeps them (here: the scrape is stopped mid-page)."""
+    from consistency.fake_openai.web import bulk_data
     from consistency.sources import scraper
-    from consistency.testing.web import bulk_data
 
     monkeypatch.setattr(scraper, "COMPLETE_BATCH", 10)
     out = tmp_path / "mf.jsonl"

@@ -13,12 +13,12 @@ from datetime import UTC, date, datetime
 import pytest
 from test_generate_cli import cc
 
+from consistency.fake_openai import Reply, ScriptedServer
+from consistency.fake_openai.web import NEWS_KEY, WebFixture, sample_articles
 from consistency.llm import LLM, LLMSettings
 from consistency.models import ForecastingQuestion
 from consistency.sources.news import Article, dedupe_articles, parse_feed, questions_from_news
 from consistency.sources.resolve import resolve_questions
-from consistency.testing import Reply, ScriptedServer
-from consistency.testing.web import NEWS_KEY, WebFixture, sample_articles
 
 BODY = "Resolves YES if official statements or major wire reports confirm it by the resolution date; NO otherwise."
 
@@ -197,7 +197,7 @@ def test_bad_articles_file_names_file_and_line(tmp_path):
 def test_articles_whose_model_calls_failed_are_read_again_on_resume(tmp_path):
     """An outage while reading an article records the failure; the next run reads that article
     again instead of counting it as done (its questions were never made)."""
-    from consistency.testing import Fault
+    from consistency.fake_openai import Fault
 
     out, down = tmp_path / "news.jsonl", {"on": True}
 

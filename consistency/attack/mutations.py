@@ -25,7 +25,7 @@ from ..prompts import question_block, render
 Relation = Literal["same", "negation", "other"]
 
 #: What the ``detail`` mutation inserts before its background note (the scripted coherent forecaster of
-#: :mod:`consistency.testing.worlds` recognises it, so tests can tell a real weakness from a wording change).
+#: :mod:`consistency.fake_openai.worlds` recognises it, so tests can tell a real weakness from a wording change).
 DETAIL_MARK = " (Background, irrelevant to the resolution: "
 
 #: Deterministic mutations (no model): name -> relation of the variant to its original.

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
-from ..checks.logic import And, Formula, Given, Not, Or, Var
+from consistency.checks.logic import And, Formula, Given, Not, Or, Var
 
 OPEN, CLOSE = "\u201c", "\u201d"
 #: Appended by the deterministic ``detail`` mutation of :mod:`consistency.attack`; it changes nothing.

@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .replies import Fault, Outcome, Reply, Rule, ScriptedRequest, call_rule
-from .worlds import negated_inner, parse_title, probability
+from consistency.fake_openai.replies import Fault, Outcome, Reply, Rule, ScriptedRequest, call_rule
+from consistency.fake_openai.worlds import negated_inner, parse_title, probability
 
 __all__ = [
     "PLANTED_LENGTH",
@@ -370,7 +370,7 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 def coherent_probability(text: str) -> float:
     """A perfectly coherent forecaster on template-made tuples: the base titles are independent events
     (probability :func:`_event_probability` each) and a field is the probability of the formula its title
-    states (:func:`consistency.testing.worlds.parse_title`), so every check holds exactly."""
+    states (:func:`consistency.fake_openai.worlds.parse_title`), so every check holds exactly."""
     return round(probability(parse_title(_asked_title(text)), _event_probability), 6)
 
 
@@ -427,7 +427,7 @@ def sequence(*items: Reply | Fault | Rule, then: Rule | None = None) -> Rule:
 
 def demo_rule() -> Rule:
     """Answers that make every pipeline produce sensible output offline (see :mod:`.demo`)."""
-    from .demo import demo_rule as make  # imported on use: most servers never need it
+    from consistency.fake_openai.demo import demo_rule as make  # imported on use: most servers never need it
 
     return make(probability_rule(), probability_for)
 
@@ -440,7 +440,7 @@ def embedding(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
     return [v / norm for v in values]
 
 
-#: Rules ``python -m consistency.testing --rule NAME`` serves ("default": :func:`probability_rule`).
+#: Rules ``python -m consistency.fake_openai --rule NAME`` serves ("default": :func:`probability_rule`).
 RULES: dict[str, Callable[..., Rule]] = {
     "default": probability_rule,
     "demo": demo_rule,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .http_server import HTTPError, Response, json_response
+from consistency.fake_openai.http_server import HTTPError, Response, json_response
 
 BATCH_ENDPOINT = "/v1/chat/completions"
 _WINDOW = 24 * 3600

@@ -21,18 +21,13 @@ from typing import Any
 from urllib.parse import urlencode
 from xml.sax.saxutils import escape
 
-from .http_server import Drop, Request, Response, json_response
-from .server import ScriptedServer
-from .web_data import (  # noqa: F401 - the data's names, where tests and scripts have always found them
+from consistency.fake_openai.http_server import Drop, Request, Response, json_response
+from consistency.fake_openai.server import ScriptedServer
+from consistency.fake_openai.web_data import (
     NEWS_KEY,
-    T0,
     TOKEN,
     FixtureData,
     bulk_data,
-    manifold_market,
-    metaculus_post,
-    polymarket_market,
-    sample_articles,
     special_data,
 )
 
@@ -241,13 +236,13 @@ class WebFixture(ScriptedServer):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m consistency.testing.web [--bulk N] [--latency S] [--page-cap N] [--port P]``: serve
+    """``python -m consistency.fake_openai.web [--bulk N] [--latency S] [--page-cap N] [--port P]``: serve
     the fixture APIs until Ctrl-C (first line on stdout: ``serving on http://127.0.0.1:PORT``, then the
     credentials it accepts: ``METACULUS_TOKEN=fixture-metaculus-token``, ``NEWSAPI_KEY=fixture-news-key``)."""
     import argparse
     import contextlib
 
-    parser = argparse.ArgumentParser(prog="python -m consistency.testing.web", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m consistency.fake_openai.web", description=main.__doc__)
     parser.add_argument("--bulk", type=int, default=0, help="N ordinary questions per platform (default: the cases)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every page")
     parser.add_argument("--page-cap", type=int, default=None, help="most items a page holds")

@@ -27,10 +27,11 @@ import random
 import secrets
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .batch_objects import (
+from consistency.fake_openai.batch_objects import (
     BATCH_ENDPOINT,
     StoredBatch,
     StoredFile,
@@ -40,13 +41,15 @@ from .batch_objects import (
     multipart_parts,
     not_found,
 )
-from .http_server import HTTPError, Request, Response, error_body, json_response
-from .replies import Fault
+from consistency.fake_openai.http_server import HTTPError, HTTPServer, Request, Response, error_body, json_response
+from consistency.fake_openai.replies import Fault
 
-if TYPE_CHECKING:
-    from .server import ScriptedServer
+__all__ = ["BATCH_ENDPOINT", "Answer", "BatchAPI", "BatchBehaviour"]
 
-__all__ = ["BATCH_ENDPOINT", "BatchAPI", "BatchBehaviour"]
+Answer = Callable[[dict[str, Any]], Awaitable[tuple[int, dict[str, Any]] | Fault]]
+"""How a batch line's body is answered: ``(status, body)`` as ``/v1/chat/completions`` would send it
+(billed when 200), or the transport :class:`Fault` (hang, drop, malformed) the line then fails with.
+The server that mounts the Batch API hands in its own chat path, so this module never imports it."""
 
 _TERMINAL = ("failed", "completed", "expired", "cancelled")
 _PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data")
@@ -76,10 +79,11 @@ class BatchBehaviour:
 
 
 class BatchAPI:
-    """The Files + Batch API of one :class:`~.server.ScriptedServer` (it is ``server.batches``)."""
+    """The Files + Batch API mounted on ``server`` (a scripted server's ``server.batches``); every line
+    is run through ``answer``."""
 
-    def __init__(self, server: ScriptedServer, behaviour: BatchBehaviour | None = None) -> None:
-        self.server = server
+    def __init__(self, server: HTTPServer, answer: Answer, behaviour: BatchBehaviour | None = None) -> None:
+        self.answer = answer
         self.behaviour = behaviour if behaviour is not None else BatchBehaviour()
         self._lock = server.lock  # one lock for the whole record, read from the test thread
         self._files: dict[str, StoredFile] = {}
@@ -413,25 +417,20 @@ class BatchAPI:
         with self._lock:
             self._executions[custom_id] += 1
         line: dict[str, Any] = {"id": line_id(), "custom_id": custom_id, "response": None, "error": None}
-        try:
-            request, outcome = await self.server.decide(body)
-        except HTTPError as exc:
-            return {**line, "response": line_response(exc.status, error_body(exc.message, exc.kind, exc.code))}, False
-        if isinstance(outcome, Fault):
-            if outcome.kind == "status":
-                fault_body, _headers = self.server.fault_error(outcome)
-                return {**line, "response": line_response(outcome.status, fault_body)}, False
-            if outcome.kind == "hang":
-                wait = min(outcome.seconds, self.behaviour.hang_timeout)
+        answered = await self.answer(body)
+        if isinstance(answered, Fault):
+            if answered.kind == "hang":
+                wait = min(answered.seconds, self.behaviour.hang_timeout)
                 if wait > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(batch.cancel.wait(), wait)
                 error = {"code": "request_timeout", "message": "The request timed out (scripted hang)."}
             else:  # drop, malformed: the model server failed this request
-                error = {"code": "server_error", "message": f"The server had an error (scripted {outcome.kind})."}
+                error = {"code": "server_error", "message": f"The server had an error (scripted {answered.kind})."}
             return {**line, "error": error}, False
-        completion = self.server.completion(request, outcome)
-        self.server.bill(completion["usage"])
+        status, completion = answered
+        if status != 200:
+            return {**line, "response": line_response(status, completion)}, False
         with self._lock:
             for name in batch.usage:
                 batch.usage[name] += completion["usage"][name]

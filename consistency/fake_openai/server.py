@@ -22,14 +22,21 @@ import re
 import struct
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .http_server import Drop, Handler, HTTPError, HTTPServer, Request, Response, error_body, json_response
-from .replies import Fault, Reply, Rule, ScriptedRequest, call_rule, response_format_type
-from .rules import EMBEDDING_DIM, digest, embedding, probability_rule
-
-if TYPE_CHECKING:
-    from .batches import BatchBehaviour
+from consistency.fake_openai.batches import BatchAPI, BatchBehaviour
+from consistency.fake_openai.http_server import (
+    Drop,
+    Handler,
+    HTTPError,
+    HTTPServer,
+    Request,
+    Response,
+    error_body,
+    json_response,
+)
+from consistency.fake_openai.replies import Fault, Reply, Rule, ScriptedRequest, call_rule, response_format_type
+from consistency.fake_openai.rules import EMBEDDING_DIM, digest, embedding, probability_rule
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -132,8 +139,6 @@ class ScriptedServer(HTTPServer):
         batch: BatchBehaviour | None = None,
         logprobs: bool = True,
     ) -> None:
-        from .batches import BatchAPI  # its own module; imported here as it builds on this one
-
         super().__init__(host, port)
         self.rule: Rule = rule if rule is not None else probability_rule()
         self.latency = float(latency)
@@ -148,7 +153,7 @@ class ScriptedServer(HTTPServer):
         self.route("POST", "/v1/embeddings", self._in_flight_counted(self._embeddings))
         self.route("GET", "/v1/models", self._models)
         self.route("GET", "/health", self._health)
-        self.batches = BatchAPI(self, batch)
+        self.batches = BatchAPI(self, self.answer, batch)
         """The Files + Batch API: its knobs (``behaviour``), state and counters."""
 
     # ---- records ------------------------------------------------------------------------------
@@ -298,6 +303,21 @@ class ScriptedServer(HTTPServer):
             log.exception("scripted rule failed on request %d", request.index)
             raise HTTPError(500, f"rule failed: {type(exc).__name__}: {exc}", None, "server_error") from exc
         return request, outcome
+
+    async def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | Fault:
+        """What ``/v1/chat/completions`` answers ``body`` with, as ``(status, body)`` (a completion is billed),
+        or the transport fault (hang, drop, malformed) for the caller to act out: a batch line's path."""
+        try:
+            request, outcome = await self.decide(body)
+        except HTTPError as exc:
+            return exc.status, error_body(exc.message, exc.kind, exc.code)
+        if isinstance(outcome, Fault):
+            if outcome.kind == "status":
+                return outcome.status, self.fault_error(outcome)[0]
+            return outcome
+        completion = self.completion(request, outcome)
+        self.bill(completion["usage"])
+        return 200, completion
 
     def _fault_response(self, fault: Fault) -> Response:
         if fault.kind == "drop":

@@ -192,7 +192,10 @@ class HTTPServer:
     async def start_async(self) -> Self:
         """Start listening on the running loop; returns once the port is bound."""
         if h11 is None:
-            raise ImportError(f"{type(self).__name__} needs the h11 package: pip install h11")
+            raise ImportError(
+                f"{type(self).__name__} needs h11, from the fake-openai extra: "
+                "pip install 'forecast-consistency[fake-openai]'"
+            )
         if self._server is not None:
             raise RuntimeError("the server is already started")
         self._loop = asyncio.get_running_loop()

@@ -16,7 +16,7 @@ import re
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .replies import Reply, Rule, ScriptedRequest
+from consistency.fake_openai.replies import Reply, Rule, ScriptedRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable

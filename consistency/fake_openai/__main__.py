@@ -1,4 +1,4 @@
-"""``python -m consistency.testing [--rule NAME] [--host H] [--port N] [--latency S] [--fault KIND=RATE ...]``:
+"""``python -m consistency.fake_openai [--rule NAME] [--host H] [--port N] [--latency S] [--fault KIND=RATE ...]``:
 serve a forecast rule (``RULES`` of :mod:`.rules`), optionally with random faults, and the Files + Batch API.
 
 Handy to point a real client (or ``cc``) at a deterministic model by hand, or at a flaky one
@@ -11,10 +11,10 @@ import argparse
 import asyncio
 import contextlib
 
-from .batches import BatchBehaviour
-from .replies import FAULT_KINDS, random_faults
-from .rules import RULES
-from .server import ScriptedServer
+from consistency.fake_openai.batches import BatchBehaviour
+from consistency.fake_openai.replies import FAULT_KINDS, random_faults
+from consistency.fake_openai.rules import RULES
+from consistency.fake_openai.server import ScriptedServer
 
 
 def _fault(text: str) -> tuple[str, float]:
@@ -32,7 +32,7 @@ def _fault(text: str) -> tuple[str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m consistency.testing",
+        prog="python -m consistency.fake_openai",
         description="Serve the scripted OpenAI-compatible server until Ctrl-C.",
     )
     parser.add_argument(
