@@ -1,8 +1,10 @@
 """The package's shape: no import cycles, no module borrowing another's private names, no huge files.
 
 Read from the source by ``ast`` (nothing is imported), so the rules hold for every module whether a
-test imports it or not. An import inside a function still ties two modules together and counts;
-imports under ``if TYPE_CHECKING:`` do not (they never run). The source is parsed in a fresh
+test imports it or not. An import inside a function still ties two modules together and counts.
+Imports under ``if TYPE_CHECKING:`` never run, so they cannot make an import fail, but they still make
+two modules depend on each other: they are checked as a second graph (``type_cycles``), and both
+graphs must be free of cycles. The source is parsed in a fresh
 interpreter: CPython 3.11.7's ``ast`` fails with "recursion depth mismatch" in a process where an
 earlier test hit a RecursionError (deeply nested JSON).
 """
@@ -36,15 +38,20 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(module: str) -> list[tuple[str, str]]:
-    """(module imported, name taken) for every import of ``module`` inside the package."""
+def _imports(module: str, *, typing: bool = False) -> list[tuple[str, str]]:
+    """(module imported, name taken) for every import of ``module`` inside the package; with ``typing``,
+    also those under ``if TYPE_CHECKING:``."""
     path = MODULES[module]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return _imports_in(path.read_text(encoding="utf-8"), module, path.name == "__init__.py", typing=typing)
+
+
+def _imports_in(source: str, module: str, is_package: bool, *, typing: bool = False) -> list[tuple[str, str]]:
+    tree = ast.parse(source)
     skipped = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not typing and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             skipped.update(id(n) for n in ast.walk(node))
-    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    package = module.split(".") if is_package else module.split(".")[:-1]
     found = []
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -59,11 +66,11 @@ def _imports(module: str) -> list[tuple[str, str]]:
     return [(t, n) for t, n in found if t == PACKAGE.name or t.startswith(PACKAGE.name + ".")]
 
 
-def _edges() -> dict[str, set[str]]:
+def _edges(*, typing: bool = False) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {}
     for module in MODULES:
         deps = set()
-        for target, name in _imports(module):
+        for target, name in _imports(module, typing=typing):
             dep = f"{target}.{name}" if f"{target}.{name}" in MODULES else target
             if dep in MODULES and dep != module:
                 deps.add(dep)
@@ -128,7 +135,9 @@ def analyse() -> dict[str, object]:
         lines = len(path.read_text(encoding="utf-8").splitlines())
         if lines > MAX_LINES:
             long[str(path.relative_to(PACKAGE.parent))] = lines
-    return {"modules": len(MODULES), "cycles": _cycles(_edges()), "borrowed": borrowed, "long": long}
+    cycles = _cycles(_edges())
+    type_cycles = [c for c in _cycles(_edges(typing=True)) if c not in cycles]
+    return {"modules": len(MODULES), "cycles": cycles, "type_cycles": type_cycles, "borrowed": borrowed, "long": long}
 
 
 @cache
@@ -148,6 +157,19 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_no_import_cycles_in_the_package():
     assert _analysis()["modules"] > 50
     assert _analysis()["cycles"] == [], "modules that import each other (directly or around a loop)"
+
+
+def test_type_only_imports_are_read_into_the_second_graph():
+    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\nfrom . import c\n"
+    assert _imports_in(source, "consistency.x.a", False) == [("consistency.x", "c")]
+    found = _imports_in(source, "consistency.x.a", False, typing=True)
+    assert sorted(found) == [("consistency.x", "c"), ("consistency.x.b", "B")]
+
+
+def test_no_type_only_import_cycles_in_the_package():
+    assert _analysis()["type_cycles"] == [], (
+        "modules that depend on each other only through type hints: declare the type (a Protocol) where it is used"
+    )
 
 
 def test_no_module_imports_private_names_of_another():

@@ -8,10 +8,19 @@ Plug in your own proposal strategy: any object with a ``name`` and a ``propose(s
 of :class:`Candidate` (see :mod:`.families`).
 """
 
-from .families import Candidate, CheckFamily, Family, MutationFamily, default_families, template_tuple
+from .families import (
+    Candidate,
+    CheckFamily,
+    Family,
+    MutationFamily,
+    SearchState,
+    WeakTuple,
+    default_families,
+    template_tuple,
+)
 from .mutations import MODEL_MUTATIONS, TEMPLATE_MUTATIONS, Variant
 from .run import AttackError, AttackResult, attack
-from .search import Evaluated, SearchOptions, SearchState
+from .search import Evaluated, SearchOptions
 
 __all__ = [
     "MODEL_MUTATIONS",
@@ -26,6 +35,7 @@ __all__ = [
     "SearchOptions",
     "SearchState",
     "Variant",
+    "WeakTuple",
     "attack",
     "default_families",
     "template_tuple",

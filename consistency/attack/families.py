@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..checks import Check, get_check
 from ..generate import TemplateInstantiator
@@ -20,9 +20,6 @@ from ..generate.chains import NoHorizon
 from ..generate.tuples import assemble_tuple
 from ..models import ForecastingQuestion
 from .mutations import MODEL_MUTATIONS, TEMPLATE_MUTATIONS, Variant, depth
-
-if TYPE_CHECKING:
-    from .search import SearchState
 
 _TEMPLATE = TemplateInstantiator()
 
@@ -42,6 +39,39 @@ class Candidate:
 
     def questions(self) -> list[ForecastingQuestion]:
         return [ForecastingQuestion.model_validate(self.tuple[f]) for f in self.check.field_names]
+
+
+class WeakTuple(Protocol):
+    """A violated tuple the search found (the search's ``Evaluated``): what a family builds around."""
+
+    key: str
+    check: Check
+    tuple: dict[str, Any]  # last: the name shadows the builtin in this class body
+
+
+class SearchState(Protocol):
+    """What a family sees of the search driving it. Declared here, by its consumer, so the families
+    never import the search that implements it (``search.SearchView``)."""
+
+    seeds: dict[str, list[dict[str, Any]]]
+    check_names: set[str]
+    max_depth: int
+
+    def weak(self) -> Sequence[WeakTuple]:
+        """Every violation found so far, worst first."""
+        ...
+
+    def companions(self, questions: Sequence[ForecastingQuestion], k: int) -> list[ForecastingQuestion]:
+        """``k`` pool questions most related to ``questions``."""
+        ...
+
+    def similarity(self, questions: Sequence[ForecastingQuestion]) -> float:
+        """How related ``questions`` are (mean pairwise similarity)."""
+        ...
+
+    async def variant(self, original: ForecastingQuestion, mutation: str, index: int, *, model: bool) -> Variant | None:
+        """The ``index``-th variant of ``original`` by ``mutation`` (None: no more)."""
+        ...
 
 
 class Family(Protocol):

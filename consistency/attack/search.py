@@ -85,8 +85,9 @@ class Arm:
         return self.total / self.pulls + c * math.sqrt(math.log(max(t, 1)) / self.pulls)
 
 
-class SearchState:
-    """What families see: the pool, the seeds, the weakest tuples, and helpers that journal their work."""
+class SearchView:
+    """The search as its families see it (implements :class:`~.families.SearchState`): the pool, the
+    seeds, the weakest tuples, and helpers that journal their work."""
 
     def __init__(self, search: Search) -> None:
         self._s = search
@@ -155,7 +156,7 @@ class Search:
         self.asked = 0  # forecasts actually requested in this process
         self.rounds = 0
         self.on_round = on_round
-        self.state = SearchState(self)
+        self.state = SearchView(self)
         self._verifier = TupleVerifier(generator[0], generator[1], options.verify_threshold) if generator else None
         self._vectors: np.ndarray | None = None
         self._index = {q.id: i for i, q in enumerate(pool)}
