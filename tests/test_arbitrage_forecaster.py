@@ -16,10 +16,10 @@ from consistency.evaluation import evaluate
 from consistency.evaluation.asking import RunOptions
 from consistency.fake_openai import ScriptedServer, hypocritical_probability, hypocritical_rule
 from consistency.forecasters import ArbitrageForecaster, BasicForecaster, ForecasterSpecError, load_forecaster
+from consistency.forecasters.arbitrage.step import arbitrage_step, step_weights
 from consistency.generate import TemplateInstantiator
 from consistency.llm import LLMSettings
 from consistency.metrics.arbitrage import arbitrage
-from consistency.metrics.arbitraging import arbitrage_step, step_weights
 from consistency.metrics.forecast_files import score_path
 from consistency.models import ForecastingQuestion
 

@@ -40,7 +40,7 @@ def replay_cmd(
     """Recompute every node from its children; compare with the stored values, per depth."""
     from rich.table import Table
 
-    from ..evaluation.arbitrage_replay import ReplayError, replay
+    from ..forecasters.arbitrage.replay import ReplayError, replay
 
     try:
         results = replay(path, weights.value, write)

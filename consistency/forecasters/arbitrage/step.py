@@ -14,8 +14,8 @@ from typing import Literal
 
 import numpy as np
 
-from ..checks import Check
-from .arbitrage import DEFAULT_EPSILON, arbitrage
+from consistency.checks import Check
+from consistency.metrics.arbitrage import DEFAULT_EPSILON, arbitrage
 
 WeightRule = Literal["accumulate", "equal", "cf"]
 WEIGHT_RULES: tuple[str, ...] = ("accumulate", "equal", "cf")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import hashlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -30,17 +29,17 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..checks import Check, get_check
-from ..jsonl import AppendLog, read_jsonl
-from ..metrics import ARBITRAGE_THRESHOLD
-from ..metrics.arbitraging import Step, arbitrage_step, step_weights, weight_rule
-from ..models import Forecast, ForecastingQuestion
-from ..prompts import question_block, render
-from .base import Forecaster, ForecastError, note_call
+from consistency.checks import Check, get_check
+from consistency.forecasters.arbitrage.sidecar import SidecarWriter, reference, text_key
+from consistency.forecasters.arbitrage.step import Step, arbitrage_step, step_weights, weight_rule
+from consistency.forecasters.base import Forecaster, ForecastError, note_call
+from consistency.jsonl import read_jsonl
+from consistency.metrics import ARBITRAGE_THRESHOLD
+from consistency.models import Forecast, ForecastingQuestion
+from consistency.prompts import question_block, render
 
 log = logging.getLogger(__name__)
 
-SIDECAR = "arbitrage_steps.jsonl"
 #: Namespace of the ids of generated related questions.
 NAMESPACE = uuid.UUID("8c7f6b1e-2a44-4f0b-b7a9-3e5d1c0f9a27")
 _SHORT = {"NEGATION": "N", "PARAPHRASE": "P", "EXPEVIDENCE": "EE"}
@@ -94,11 +93,6 @@ class ArbitrageStats:
     tuples: int = 0  # tuples built
 
 
-def text_key(question: ForecastingQuestion) -> str:
-    """Questions are the same for the memo when forecasters see the same text."""
-    return hashlib.sha256(question_block(question).encode()).hexdigest()[:16]
-
-
 class ArbitrageForecaster(Forecaster):
     """⟨base⟩ʳ arbitraged on ``checks`` (in order, repeats allowed: ``["expev"] * 4``).
 
@@ -127,7 +121,7 @@ class ArbitrageForecaster(Forecaster):
         model: str | None = None,
         max_calls: int | None = None,
     ) -> None:
-        from .loading import load_forecaster
+        from consistency.forecasters.loading import load_forecaster
 
         if base is None and model is None:
             raise ValueError("ArbitrageForecaster needs a base forecaster (-F base=SPEC, or arbitrage:SPEC)")
@@ -159,8 +153,7 @@ class ArbitrageForecaster(Forecaster):
         self._tuples: dict[tuple[str, int], asyncio.Future[dict[str, ForecastingQuestion]]] = {}
         self._groups: dict[tuple[str, int], asyncio.Future[list[list[ForecastingQuestion]]]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._sidecar: AppendLog | None = None
-        self._written: set[tuple[int, str]] = set()
+        self._sidecar: SidecarWriter | None = None
 
     # ----------------------------------------------------------------- identity and plumbing
     @property
@@ -184,8 +177,7 @@ class ArbitrageForecaster(Forecaster):
             self._sidecar.close()
             self._sidecar = None
         if path is not None:
-            self._sidecar = AppendLog(Path(path) / SIDECAR, lock=False)  # the run directory's lock covers it
-            self._written = {(line["depth"], line["key"]) for line in self._sidecar.existing}
+            self._sidecar = SidecarWriter(Path(path))
 
     # ----------------------------------------------------------------- forecasting
     async def forecast(self, question: ForecastingQuestion) -> Forecast:
@@ -266,10 +258,10 @@ class ArbitrageForecaster(Forecaster):
         if not isinstance(self.instantiator, str):
             return self.instantiator
         if self.instantiator == "template":
-            from ..generate.template import TemplateInstantiator
+            from consistency.generate.template import TemplateInstantiator
 
             return TemplateInstantiator()
-        from ..generate.llm import LLMInstantiator
+        from consistency.generate.llm import LLMInstantiator
 
         if getattr(self, "llm", None) is None:
             raise ForecastError("no LLM session for the llm instantiator")
@@ -340,15 +332,11 @@ class ArbitrageForecaster(Forecaster):
         sidecar's lines, referred to by (depth, key); outside one, the whole tree inline."""
         if self._sidecar is None or depth < 1:
             return node.tree
-        return {"arbitrage_steps": SIDECAR, "depth": depth, "key": text_key(question)}
+        return reference(depth, question)
 
     def _write_sidecar(self, r: int, question: ForecastingQuestion, prob: float, tree: list[dict[str, Any]]) -> None:
-        key = text_key(question)
-        if self._sidecar is None or (r, key) in self._written:
-            return
-        self._written.add((r, key))
-        line = {"depth": r, "key": key, "question_id": question.id, "title": question.title, "prob": prob}
-        self._sidecar.append(line | {"tree": tree})
+        if self._sidecar is not None:
+            self._sidecar.write(r, question, prob, tree)
 
 
 def _step_entry(
@@ -404,8 +392,8 @@ async def _ranked_groups(
     """Groups of ``k`` distinct pool questions other than x (from x's category when it has enough),
     most related to x first: a seeded sample ranked by the generators' relevance ranking
     (embedding similarity of the titles, lexical: no model call)."""
-    from ..embeddings import LexicalEmbedder
-    from ..generate.relevance import RelevanceRanker
+    from consistency.embeddings import LexicalEmbedder
+    from consistency.generate.relevance import RelevanceRanker
 
     others = [q for q in pool if q.id != x.id and q.title != x.title]
     category = (x.metadata or {}).get("category")

@@ -21,19 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from ..checks import Check, get_check
-from ..forecasters.arbitrage import SIDECAR
-from ..jsonl import LineError, atomic_write, dump_line, iter_json_lines
-from ..metrics.arbitrage import arbitrage
-from ..metrics.arbitraging import arbitrage_step, min_profit, step_weights, weight_rule
-from .rundir import JOURNAL, TRANSCRIPT
+from consistency.checks import Check, get_check
+from consistency.forecasters.arbitrage.sidecar import SIDECAR, ReplayError, Sidecar, is_reference
+from consistency.forecasters.arbitrage.step import arbitrage_step, min_profit, step_weights, weight_rule
+from consistency.jsonl import LineError, atomic_write, dump_line, iter_json_lines
+from consistency.metrics.arbitrage import arbitrage
+from consistency.store.layout import JOURNAL, TRANSCRIPT
 
 #: A stored step whose trade can lose more than this (nats) counts as a negative guaranteed profit.
 PROFIT_TOLERANCE = 1e-9
-
-
-class ReplayError(ValueError):
-    """A file or tree that cannot be replayed; the message names the file and line."""
 
 
 def is_tree(value: Any) -> bool:
@@ -94,33 +90,6 @@ class FileReplay:
             "negative_profit_steps": self.negative_profit,
             "by_depth": {str(d): s.as_dict() for d, s in sorted(self.by_depth.items())},
         }
-
-
-def is_reference(value: Any) -> bool:
-    """Our run directories keep trees below the top level in the sidecar, referred to by (depth, key)."""
-    return isinstance(value, dict) and value.get("arbitrage_steps") == SIDECAR and {"depth", "key"} <= set(value)
-
-
-class Sidecar:
-    """The one-level trees of a run directory's ``arbitrage_steps.jsonl``, by (depth, key); read when first needed."""
-
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / SIDECAR
-        self._trees: dict[tuple[int, str], Any] | None = None
-
-    def tree(self, ref: dict[str, Any]) -> Any:
-        if self._trees is None:
-            if not self.path.is_file():
-                raise ReplayError(f"the tree refers to {self.path}, which does not exist")
-            self._trees = {}
-            for number, obj in iter_json_lines(self.path):
-                if isinstance(obj, LineError) or not {"depth", "key", "tree"} <= set(obj):
-                    raise ReplayError(f"{self.path}:{number}: not an arbitrage step line")
-                self._trees[(obj["depth"], obj["key"])] = obj["tree"]
-        found = self._trees.get((ref["depth"], ref["key"]))
-        if found is None:
-            raise ReplayError(f"{self.path} has no line for depth {ref['depth']}, key {ref['key']}")
-        return found
 
 
 @dataclass
