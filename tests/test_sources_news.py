@@ -17,7 +17,8 @@ from consistency.fake_openai import Reply, ScriptedServer
 from consistency.fake_openai.web import NEWS_KEY, WebFixture, sample_articles
 from consistency.llm import LLM, LLMSettings
 from consistency.models import ForecastingQuestion
-from consistency.sources.news import Article, dedupe_articles, parse_feed, questions_from_news
+from consistency.questions.news import questions_from_news
+from consistency.sources.news import Article, dedupe_articles, parse_feed
 from consistency.sources.resolve import resolve_questions
 
 BODY = "Resolves YES if official statements or major wire reports confirm it by the resolution date; NO otherwise."

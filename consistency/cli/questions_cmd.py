@@ -355,6 +355,7 @@ def news_cmd(
     """Forecasting questions about what happens after news articles (paper appendix K), verified."""
     from ..llm.secrets import optional_key
     from ..paths import cache_dir
+    from ..questions.news import questions_from_news
     from ..sources.http import HttpSettings, PageCache, WebClient
     from ..sources.news import (
         NEWSAPI_VARIABLE,
@@ -363,7 +364,6 @@ def news_cmd(
         fetch_newsapi,
         load_articles,
         newsapi_fatal,
-        questions_from_news,
     )
 
     if not (feed or articles or newsapi):

@@ -23,11 +23,16 @@ from xml.sax.saxutils import escape
 
 from consistency.fake_openai.http_server import Drop, Request, Response, json_response
 from consistency.fake_openai.server import ScriptedServer
-from consistency.fake_openai.web_data import (
+from consistency.fake_openai.web_data import (  # noqa: F401 - the data's names, where tests and scripts have always found them
     NEWS_KEY,
+    T0,
     TOKEN,
     FixtureData,
     bulk_data,
+    manifold_market,
+    metaculus_post,
+    polymarket_market,
+    sample_articles,
     special_data,
 )
 

@@ -1,42 +1,29 @@
-"""Forecasting questions from news (the consistency-checks paper's appendix K, forward-looking).
+"""News articles, the input of question making from news (:mod:`consistency.questions.news`).
 
 Articles come from RSS/Atom feeds, a NewsAPI-compatible ``/v2/everything`` endpoint (one request
 per day, the key in the ``X-Api-Key`` header, never in the URL) or a JSONL file. They are
 de-duplicated newest first (an article sharing at least ``dedupe`` of its named entities with a
-newer one is dropped), then for each: is it suitable → up to ``per_article`` questions about what
-happens after its publication date, resolving within ``horizon_days`` → each reworded to stand
-alone, then re-checked strictly against the article (the paper's rephrase and re-check) → the project's question
-verification → optionally reference-class spanning (the same question about other entities, same
-dates, verified too). The article's URL, title and date stay in each question's metadata.
+newer one is dropped).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-import uuid
 import xml.etree.ElementTree as ET
-from collections import Counter
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..jsonl import AppendLog, LineError, read_jsonl
-from ..llm import LLM
-from ..models import ForecastingQuestion
-from ..prompts import question_block, render
-from ..questions.pipeline import rejects_path_for, verify_question
+from ..jsonl import LineError, read_jsonl
 from .http import FatalHTTPError, FetchError, WebClient
 from .scraper import iso_datetime
 
 log = logging.getLogger(__name__)
 
-NAMESPACE = uuid.UUID("2c8e41d7-5a0b-4f63-9d1e-7b3f0a6c8e52")
 NEWSAPI_VARIABLE = "NEWSAPI_KEY"
 
 
@@ -202,194 +189,3 @@ def dedupe_articles(articles: list[Article], threshold: float = 0.25) -> tuple[l
         seen_urls.add(article.url)
         kept.append((article, names))
     return [a for a, _ in kept], dropped
-
-
-# ---------------------------------------------------------------------------------- questions
-
-
-class Suitability(BaseModel):
-    reasons: str = Field(description="Why the article does or does not invite questions about what comes next.")
-    suitable: bool
-
-
-class ProposedQuestion(BaseModel):
-    title: str = Field(min_length=10)
-    body: str = Field(min_length=40, description="Precise resolution criteria.")
-    resolution_date: date = Field(description="The day by which the answer is known (YYYY-MM-DD).")
-
-
-class ProposedQuestions(BaseModel):
-    questions: list[ProposedQuestion]
-
-
-class RephrasedQuestion(BaseModel):
-    title: str = Field(min_length=10)
-    body: str = Field(min_length=40, description="Precise resolution criteria.")
-
-
-class Recheck(BaseModel):
-    reasons: str = Field(description="What the article says that bears on the question.")
-    settled_by_article: bool = Field(description="The article already settles the answer.")
-    mismatched: bool = Field(description="The question's dates or entities do not match the article.")
-
-
-class SpannedQuestion(BaseModel):
-    title: str = Field(min_length=10)
-    body: str = Field(min_length=40)
-
-
-class SpannedQuestions(BaseModel):
-    questions: list[SpannedQuestion]
-
-
-@dataclass
-class NewsReport:
-    path: Path
-    rejects_path: Path
-    articles: int = 0
-    duplicates: int = 0
-    already: int = 0  # articles handled by an earlier run
-    written: int = 0
-    rejected: Counter = field(default_factory=Counter)
-
-
-def _article_fields(a: Article) -> dict[str, str]:
-    return {
-        "published": a.published_at.date().isoformat(),
-        "source": a.source or "unknown",
-        "title": a.title,
-        "description": a.description or "",
-        "content": a.content or "",
-    }
-
-
-def _day(d: date) -> datetime:
-    return datetime(d.year, d.month, d.day, tzinfo=UTC)
-
-
-async def questions_from_news(
-    articles: list[Article],
-    out: str | Path,
-    llm: LLM,
-    model: str,
-    *,
-    verifier_model: str | None = None,
-    horizon_days: int = 90,
-    per_article: int = 3,
-    threshold: int = 6,
-    span: int = 0,
-    rephrase: bool = True,
-    concurrency: int = 8,
-) -> NewsReport:
-    """Questions from each article not handled before, appended to ``out``; rejects (with the step
-    and reason) to ``*.rejects.jsonl``. With ``rephrase`` (as the paper did) each proposed question is
-    reworded to stand alone, then re-checked strictly against the article: one the article already
-    settles, or whose dates or entities drifted from it, is rejected before verification. Resumable:
-    articles already met in either file are skipped, except those whose every record there is a
-    failed model call (an outage): they are read again."""
-    report = NewsReport(Path(out), rejects_path_for(Path(out)), articles=len(articles))
-    judge = verifier_model or model
-    with AppendLog(report.path) as accepted, AppendLog(report.rejects_path) as rejects:
-        done = {(q.get("metadata") or {}).get("article_url") for q in accepted.existing}
-        done |= {r.get("article_url") for r in rejects.existing if not r.get("failed")}
-        todo = [a for a in articles if a.url not in done]
-        written = {q.get("id") for q in accepted.existing}
-
-        def keep(q: ForecastingQuestion) -> None:
-            if q.id not in written:  # the same question from two articles, or two spanned copies
-                written.add(q.id)
-                accepted.append(q)
-                report.written += 1
-
-        report.already = len(articles) - len(todo)
-
-        def reject(article: Article, step: str, reason: str, title: str | None = None, failed: bool = False) -> None:
-            record = {"article_url": article.url, "title": title, "step": step, "reason": reason}
-            rejects.append(record | ({"failed": True} if failed else {}))  # a failed call: retried on resume
-            report.rejected[step] += 1
-
-        async def verified(article: Article, q: ForecastingQuestion) -> bool:
-            verdict = await verify_question(llm, judge, q)
-            if isinstance(verdict, str):
-                reject(article, "verify", verdict, q.title, failed=True)
-                return False
-            q.metadata["verification"] = verdict.model_dump()
-            if verdict.score < threshold:
-                reject(article, "verify", verdict.reasons, q.title)
-                return False
-            return True
-
-        async def rephrased(article: Article, q: ForecastingQuestion) -> ForecastingQuestion | None:
-            """The question reworded, then re-checked against the article (None: rejected)."""
-            prompt = render("news_rephrase", question=question_block(q))
-            result = await llm.structured(model, [{"role": "user", "content": prompt}], RephrasedQuestion)
-            if not result.ok:
-                reject(article, "rephrase", result.error or "", q.title, failed=True)
-                return None
-            title, body = result.value.title.strip(), result.value.body.strip()
-            q = q.model_copy(update={"id": str(uuid.uuid5(NAMESPACE, title)), "title": title, "body": body})
-            prompt = render("news_recheck", question=question_block(q), **_article_fields(article))
-            check = await llm.structured(judge, [{"role": "user", "content": prompt}], Recheck)
-            if not check.ok:
-                reject(article, "recheck", check.error or "", q.title, failed=True)
-                return None
-            if check.value.settled_by_article or check.value.mismatched:
-                reject(article, "recheck", check.value.reasons, q.title)
-                return None
-            return q
-
-        async def one(article: Article) -> None:
-            fields = _article_fields(article)
-            result = await llm.structured(model, [{"role": "user", "content": render("news_suitable", **fields)}],
-                                          Suitability)  # fmt: skip
-            if not result.ok or not result.value.suitable:
-                reject(article, "suitable", result.error or result.value.reasons, failed=not result.ok)
-                return
-            latest = article.published_at.date() + timedelta(days=horizon_days)
-            prompt = render("news_questions", n=str(per_article), latest=str(latest), **fields)
-            result = await llm.structured(model, [{"role": "user", "content": prompt}], ProposedQuestions)
-            if not result.ok:
-                reject(article, "propose", result.error or "", failed=True)
-                return
-            meta = {"article_url": article.url, "article_title": article.title,
-                    "article_date": article.published_at.isoformat(), "article_source": article.source}  # fmt: skip
-            kept = []
-            for p in result.value.questions[:per_article]:
-                if not article.published_at.date() < p.resolution_date <= latest:
-                    reject(article, "date", f"resolution date {p.resolution_date} outside the horizon", p.title)
-                    continue
-                q = ForecastingQuestion(
-                    id=str(uuid.uuid5(NAMESPACE, p.title)), title=p.title.strip(), body=p.body.strip(),
-                    resolution_date=_day(p.resolution_date), created_date=article.published_at, data_source="news",
-                    metadata=dict(meta),
-                )  # fmt: skip
-                if rephrase and (q := await rephrased(article, q)) is None:
-                    continue
-                if await verified(article, q):
-                    kept.append(q)
-            for q in kept:
-                keep(q)
-            if not kept and not result.value.questions:
-                reject(article, "propose", "no question proposed")
-            for q in kept if span else []:
-                prompt = render("news_span", n=str(span), question=question_block(q))
-                spun = await llm.structured(model, [{"role": "user", "content": prompt}], SpannedQuestions)
-                if not spun.ok:
-                    reject(article, "span", spun.error or "", q.title, failed=True)
-                    continue
-                for s in spun.value.questions[:span]:
-                    variant = q.model_copy(
-                        update={"id": str(uuid.uuid5(NAMESPACE, s.title)), "title": s.title.strip(),
-                                "body": s.body.strip(), "metadata": {**meta, "spanned_from": q.id}}
-                    )  # fmt: skip
-                    if variant.id not in written and await verified(article, variant):
-                        keep(variant)
-
-        gate = asyncio.Semaphore(llm.settings.width(concurrency, len(todo)))
-
-        async def gated(article: Article) -> None:
-            async with gate:
-                await one(article)
-
-        await asyncio.gather(*(gated(a) for a in todo))
-    return report
