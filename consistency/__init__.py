@@ -6,7 +6,7 @@ to the real C compiler without loading numpy).
 
 from __future__ import annotations
 
-from .names import deprecated_aliases, lazy_exports
+from .names import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -33,8 +33,3 @@ __all__ = ["__version__", *_EXPORTS]
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)
-
-#: Old module names (before the two lenses had one package each), kept importable with a DeprecationWarning.
-deprecated_aliases(
-    {"consistency.scoring": "consistency.metrics.forecast_files", "consistency.scores": "consistency.accuracy"}
-)

@@ -1,5 +1,5 @@
-"""One package per lens: the old module names still import, give the same objects and warn; nothing in
-the package itself uses them; lazy export tables resolve; the llm client and embedder import alone."""
+"""One package per lens: the old module names are gone and nothing in the package uses them; lazy export
+tables resolve; the llm client and embedder import alone."""
 
 from __future__ import annotations
 
@@ -27,67 +27,23 @@ def fresh(code: str) -> str:
     return result.stdout
 
 
-@pytest.fixture
-def forget_old_names():
-    """Drop the aliases from ``sys.modules`` so this test's imports go through the finder again."""
-    saved = {
-        k: v
-        for k, v in sys.modules.items()
-        if k.split(".")[:2] in (["consistency", "scoring"], ["consistency", "scores"])
-    }
-    for name in saved:
-        del sys.modules[name]
-    yield
-    sys.modules.update(saved)
-
-
-def test_old_names_give_the_same_objects_and_warn_with_the_new_place(forget_old_names):
-    with pytest.warns(DeprecationWarning) as caught:
-        import consistency.scores.proxy as old_proxy
-        from consistency.scores.proper import brier
-        from consistency.scoring import score_path
-    assert sorted(str(w.message) for w in caught) == [
-        "consistency.scores is deprecated: import consistency.accuracy instead",
-        "consistency.scores.proper is deprecated: import consistency.accuracy.proper instead",
-        "consistency.scores.proxy is deprecated: import consistency.accuracy.proxy instead",
-        "consistency.scoring is deprecated: import consistency.metrics.forecast_files instead",
-    ]
-    assert {w.filename for w in caught} == {__file__}  # pointing at the imports above
-    assert score_path is consistency.metrics.forecast_files.score_path
-    assert brier is consistency.accuracy.proper.brier
-    assert old_proxy is consistency.accuracy.proxy
-    assert sys.modules["consistency.scores"] is sys.modules["consistency.accuracy"]
-    assert sys.modules["consistency.scoring"] is consistency.metrics.forecast_files
-    # the aliased module keeps its own identity (pickling and reload use __spec__.name)
-    assert consistency.accuracy.proxy.__spec__.name == "consistency.accuracy.proxy"
-    assert consistency.metrics.forecast_files.__name__ == "consistency.metrics.forecast_files"
-
-
-def test_old_names_in_a_fresh_interpreter_warn_at_the_import_and_load_no_copy():
+def test_the_old_module_names_are_gone():
+    """The aliases of 0.1.0's pre-release names (``consistency.scoring``, ``consistency.scores``) are removed:
+    importing them fails like any unknown module, and no import hook sits on ``sys.meta_path``."""
     out = fresh(
-        "import sys, warnings\n"
-        "warnings.simplefilter('always')\n"
-        "with warnings.catch_warnings(record=True) as caught:\n"
-        "    import consistency.scoring\n"
-        "    from consistency.scores import ranking\n"
-        "    import consistency.scores.proxy\n"
-        "import consistency.metrics.forecast_files as new, consistency.accuracy.ranking as new_ranking\n"
-        "print(consistency.scoring is new, ranking is new_ranking)\n"
-        "print(sorted({str(w.message) for w in caught}))\n"
-        "print({w.filename for w in caught})\n"
-        "print(sorted(m for m in sys.modules if m.startswith('consistency.scor')))\n"
+        "import sys, consistency\n"
+        "for old in ('consistency.scoring', 'consistency.scores.proper'):\n"
+        "    try:\n"
+        "        __import__(old)\n"
+        "    except ModuleNotFoundError as exc:\n"
+        "        print(exc.name)\n"
+        "print([type(f).__module__ for f in sys.meta_path if type(f).__module__.startswith('consistency')])\n"
     ).splitlines()
-    assert out[0] == "True True"
-    assert "consistency.scores is deprecated: import consistency.accuracy instead" in out[1]
-    assert "consistency.scores.proxy is deprecated: import consistency.accuracy.proxy instead" in out[1]
-    assert "consistency.scoring is deprecated: import consistency.metrics.forecast_files instead" in out[1]
-    assert out[2] == "{'<string>'}"  # the warning points at the caller's import, not at the import machinery
-    # `from old import sub` imports the submodule by the parent's real name: one module object either way
-    assert out[3] == "['consistency.scores', 'consistency.scores.proxy', 'consistency.scoring']"
+    assert out == ["consistency.scoring", "consistency.scores", "[]"]
 
 
 def test_importing_the_package_loads_neither_lens():
-    """The aliases cost nothing until used: ``import consistency`` loads no numpy and no lens."""
+    """``import consistency`` loads no numpy and no lens: names resolve on first use."""
     out = fresh(
         "import sys, consistency\n"
         "print([m for m in ('numpy', 'consistency.metrics', 'consistency.accuracy') if m in sys.modules])\n"

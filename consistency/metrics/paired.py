@@ -112,20 +112,6 @@ def _interval(means: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def stratified_bootstrap(
-    groups: Sequence[np.ndarray], *, resamples: int = 1000, seed: int = 0, level: float = 0.95
-) -> tuple[float, float]:
-    """Percentile interval of the mean of group means, each group's items resampled with replacement."""
-    groups = [np.asarray(g, dtype=float) for g in groups if len(g)]
-    if not groups:
-        return float("nan"), float("nan")
-    if resamples <= 0:
-        point = float(np.mean([g.mean() for g in groups]))
-        return point, point
-    rng = np.random.default_rng(seed)
-    return _interval(np.mean([resampled_means(g, resamples, rng) for g in groups], axis=0), level)
-
-
 def _summary(x: list[np.ndarray], y: list[np.ndarray], low: float | None, high: float | None) -> PairedDiff:
     if not x:
         return PairedDiff(0, None, None, None, None, None, 0, 0, 0, 1.0, 1.0)
