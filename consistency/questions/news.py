@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -93,6 +94,130 @@ def _day(d: date) -> datetime:
     return datetime(d.year, d.month, d.day, tzinfo=UTC)
 
 
+@dataclass
+class NewsSettings:
+    """How questions are made from an article (the options of :func:`questions_from_news`)."""
+
+    model: str
+    judge: str
+    horizon_days: int = 90
+    per_article: int = 3
+    threshold: int = 6
+    span: int = 0
+    rephrase: bool = True
+
+
+class _Maker:
+    """One run over articles: each article's steps, writing accepted questions and rejects as they come."""
+
+    def __init__(self, llm: LLM, settings: NewsSettings, accepted: AppendLog, rejects: AppendLog, report: NewsReport):
+        self.llm, self.settings, self.accepted, self.rejects, self.report = llm, settings, accepted, rejects, report
+        self.written = {q.get("id") for q in accepted.existing}
+
+    def keep(self, q: ForecastingQuestion) -> None:
+        if q.id not in self.written:  # the same question from two articles, or two spanned copies
+            self.written.add(q.id)
+            self.accepted.append(q)
+            self.report.written += 1
+
+    def reject(self, article: Article, step: str, reason: str, title: str | None = None, failed: bool = False) -> None:
+        record = {"article_url": article.url, "title": title, "step": step, "reason": reason}
+        self.rejects.append(record | ({"failed": True} if failed else {}))  # a failed call: retried on resume
+        self.report.rejected[step] += 1
+
+    async def ask(self, model: str, prompt: str, schema: type[BaseModel]) -> Any:
+        return await self.llm.structured(model, [{"role": "user", "content": prompt}], schema)
+
+    async def verified(self, article: Article, q: ForecastingQuestion) -> bool:
+        verdict = await verify_question(self.llm, self.settings.judge, q)
+        if isinstance(verdict, str):
+            self.reject(article, "verify", verdict, q.title, failed=True)
+            return False
+        q.metadata["verification"] = verdict.model_dump()
+        if verdict.score < self.settings.threshold:
+            self.reject(article, "verify", verdict.reasons, q.title)
+            return False
+        return True
+
+    async def rephrased(self, article: Article, q: ForecastingQuestion) -> ForecastingQuestion | None:
+        """The question reworded, then re-checked against the article (None: rejected)."""
+        result = await self.ask(
+            self.settings.model, render("news_rephrase", question=question_block(q)), RephrasedQuestion
+        )
+        if not result.ok:
+            self.reject(article, "rephrase", result.error or "", q.title, failed=True)
+            return None
+        title, body = result.value.title.strip(), result.value.body.strip()
+        q = q.model_copy(update={"id": str(uuid.uuid5(NAMESPACE, title)), "title": title, "body": body})
+        prompt = render("news_recheck", question=question_block(q), **_article_fields(article))
+        check = await self.ask(self.settings.judge, prompt, Recheck)
+        if not check.ok:
+            self.reject(article, "recheck", check.error or "", q.title, failed=True)
+            return None
+        if check.value.settled_by_article or check.value.mismatched:
+            self.reject(article, "recheck", check.value.reasons, q.title)
+            return None
+        return q
+
+    async def proposed(self, article: Article, meta: dict[str, Any]) -> list[ForecastingQuestion] | None:
+        """The questions the model proposes about what follows ``article``, inside the horizon (None: rejected)."""
+        fields = _article_fields(article)
+        result = await self.ask(self.settings.model, render("news_suitable", **fields), Suitability)
+        if not result.ok or not result.value.suitable:
+            self.reject(article, "suitable", result.error or result.value.reasons, failed=not result.ok)
+            return None
+        latest = article.published_at.date() + timedelta(days=self.settings.horizon_days)
+        prompt = render("news_questions", n=str(self.settings.per_article), latest=str(latest), **fields)
+        result = await self.ask(self.settings.model, prompt, ProposedQuestions)
+        if not result.ok:
+            self.reject(article, "propose", result.error or "", failed=True)
+            return None
+        if not result.value.questions:
+            self.reject(article, "propose", "no question proposed")
+        questions = []
+        for p in result.value.questions[: self.settings.per_article]:
+            if not article.published_at.date() < p.resolution_date <= latest:
+                self.reject(article, "date", f"resolution date {p.resolution_date} outside the horizon", p.title)
+                continue
+            questions.append(ForecastingQuestion(
+                id=str(uuid.uuid5(NAMESPACE, p.title)), title=p.title.strip(), body=p.body.strip(),
+                resolution_date=_day(p.resolution_date), created_date=article.published_at, data_source="news",
+                metadata=dict(meta),
+            ))  # fmt: skip
+        return questions
+
+    async def spanned(self, article: Article, q: ForecastingQuestion, meta: dict[str, Any]) -> None:
+        """The same question about other entities of its reference class, verified and kept."""
+        span = self.settings.span
+        spun = await self.ask(self.settings.model, render("news_span", n=str(span), question=question_block(q)),
+                              SpannedQuestions)  # fmt: skip
+        if not spun.ok:
+            self.reject(article, "span", spun.error or "", q.title, failed=True)
+            return
+        for s in spun.value.questions[:span]:
+            variant = q.model_copy(
+                update={"id": str(uuid.uuid5(NAMESPACE, s.title)), "title": s.title.strip(),
+                        "body": s.body.strip(), "metadata": {**meta, "spanned_from": q.id}}
+            )  # fmt: skip
+            if variant.id not in self.written and await self.verified(article, variant):
+                self.keep(variant)
+
+    async def one(self, article: Article) -> None:
+        meta = {"article_url": article.url, "article_title": article.title,
+                "article_date": article.published_at.isoformat(), "article_source": article.source}  # fmt: skip
+        proposed = await self.proposed(article, meta)
+        kept = []
+        for q in proposed or []:
+            if self.settings.rephrase and (q := await self.rephrased(article, q)) is None:
+                continue
+            if await self.verified(article, q):
+                kept.append(q)
+        for q in kept:
+            self.keep(q)
+        for q in kept if self.settings.span else []:
+            await self.spanned(article, q, meta)
+
+
 async def questions_from_news(
     articles: list[Article],
     out: str | Path,
@@ -114,108 +239,18 @@ async def questions_from_news(
     articles already met in either file are skipped, except those whose every record there is a
     failed model call (an outage): they are read again."""
     report = NewsReport(Path(out), rejects_path_for(Path(out)), articles=len(articles))
-    judge = verifier_model or model
+    settings = NewsSettings(model, verifier_model or model, horizon_days, per_article, threshold, span, rephrase)
     with AppendLog(report.path) as accepted, AppendLog(report.rejects_path) as rejects:
         done = {(q.get("metadata") or {}).get("article_url") for q in accepted.existing}
         done |= {r.get("article_url") for r in rejects.existing if not r.get("failed")}
         todo = [a for a in articles if a.url not in done]
-        written = {q.get("id") for q in accepted.existing}
-
-        def keep(q: ForecastingQuestion) -> None:
-            if q.id not in written:  # the same question from two articles, or two spanned copies
-                written.add(q.id)
-                accepted.append(q)
-                report.written += 1
-
         report.already = len(articles) - len(todo)
-
-        def reject(article: Article, step: str, reason: str, title: str | None = None, failed: bool = False) -> None:
-            record = {"article_url": article.url, "title": title, "step": step, "reason": reason}
-            rejects.append(record | ({"failed": True} if failed else {}))  # a failed call: retried on resume
-            report.rejected[step] += 1
-
-        async def verified(article: Article, q: ForecastingQuestion) -> bool:
-            verdict = await verify_question(llm, judge, q)
-            if isinstance(verdict, str):
-                reject(article, "verify", verdict, q.title, failed=True)
-                return False
-            q.metadata["verification"] = verdict.model_dump()
-            if verdict.score < threshold:
-                reject(article, "verify", verdict.reasons, q.title)
-                return False
-            return True
-
-        async def rephrased(article: Article, q: ForecastingQuestion) -> ForecastingQuestion | None:
-            """The question reworded, then re-checked against the article (None: rejected)."""
-            prompt = render("news_rephrase", question=question_block(q))
-            result = await llm.structured(model, [{"role": "user", "content": prompt}], RephrasedQuestion)
-            if not result.ok:
-                reject(article, "rephrase", result.error or "", q.title, failed=True)
-                return None
-            title, body = result.value.title.strip(), result.value.body.strip()
-            q = q.model_copy(update={"id": str(uuid.uuid5(NAMESPACE, title)), "title": title, "body": body})
-            prompt = render("news_recheck", question=question_block(q), **_article_fields(article))
-            check = await llm.structured(judge, [{"role": "user", "content": prompt}], Recheck)
-            if not check.ok:
-                reject(article, "recheck", check.error or "", q.title, failed=True)
-                return None
-            if check.value.settled_by_article or check.value.mismatched:
-                reject(article, "recheck", check.value.reasons, q.title)
-                return None
-            return q
-
-        async def one(article: Article) -> None:
-            fields = _article_fields(article)
-            result = await llm.structured(model, [{"role": "user", "content": render("news_suitable", **fields)}],
-                                          Suitability)  # fmt: skip
-            if not result.ok or not result.value.suitable:
-                reject(article, "suitable", result.error or result.value.reasons, failed=not result.ok)
-                return
-            latest = article.published_at.date() + timedelta(days=horizon_days)
-            prompt = render("news_questions", n=str(per_article), latest=str(latest), **fields)
-            result = await llm.structured(model, [{"role": "user", "content": prompt}], ProposedQuestions)
-            if not result.ok:
-                reject(article, "propose", result.error or "", failed=True)
-                return
-            meta = {"article_url": article.url, "article_title": article.title,
-                    "article_date": article.published_at.isoformat(), "article_source": article.source}  # fmt: skip
-            kept = []
-            for p in result.value.questions[:per_article]:
-                if not article.published_at.date() < p.resolution_date <= latest:
-                    reject(article, "date", f"resolution date {p.resolution_date} outside the horizon", p.title)
-                    continue
-                q = ForecastingQuestion(
-                    id=str(uuid.uuid5(NAMESPACE, p.title)), title=p.title.strip(), body=p.body.strip(),
-                    resolution_date=_day(p.resolution_date), created_date=article.published_at, data_source="news",
-                    metadata=dict(meta),
-                )  # fmt: skip
-                if rephrase and (q := await rephrased(article, q)) is None:
-                    continue
-                if await verified(article, q):
-                    kept.append(q)
-            for q in kept:
-                keep(q)
-            if not kept and not result.value.questions:
-                reject(article, "propose", "no question proposed")
-            for q in kept if span else []:
-                prompt = render("news_span", n=str(span), question=question_block(q))
-                spun = await llm.structured(model, [{"role": "user", "content": prompt}], SpannedQuestions)
-                if not spun.ok:
-                    reject(article, "span", spun.error or "", q.title, failed=True)
-                    continue
-                for s in spun.value.questions[:span]:
-                    variant = q.model_copy(
-                        update={"id": str(uuid.uuid5(NAMESPACE, s.title)), "title": s.title.strip(),
-                                "body": s.body.strip(), "metadata": {**meta, "spanned_from": q.id}}
-                    )  # fmt: skip
-                    if variant.id not in written and await verified(article, variant):
-                        keep(variant)
-
+        maker = _Maker(llm, settings, accepted, rejects, report)
         gate = asyncio.Semaphore(llm.settings.width(concurrency, len(todo)))
 
         async def gated(article: Article) -> None:
             async with gate:
-                await one(article)
+                await maker.one(article)
 
         await asyncio.gather(*(gated(a) for a in todo))
     return report
