@@ -37,6 +37,7 @@ __all__ = [
 
 EMBEDDING_DIM = 64
 _MAX_DEPTH = 8  # past this depth, recursive models ($ref cycles) get empty arrays and nulls
+_UNSET = object()  # "no value yet" for the schema builder (None is a value: JSON null)
 
 
 # --------------------------------------------------------------------------------------------
@@ -105,6 +106,12 @@ class _Builder:
     def build(self, schema: Any, path: str = "$", name: str = "", depth: int = 0) -> Any:
         if not isinstance(schema, Mapping):
             return self._string({}, path, name)  # true / {}: anything goes, a string is fine
+        value = self._combined(schema, path, name, depth)
+        return self._typed(schema, path, name, depth) if value is _UNSET else value
+
+    def _combined(self, schema: Mapping[str, Any], path: str, name: str, depth: int) -> Any:
+        """A value for the keywords that name other schemas or fixed values (``$ref``, ``const``, ``enum``,
+        ``anyOf``/``oneOf``, ``allOf``); :data:`_UNSET` when the schema has none of them."""
         if "$ref" in schema:
             target = self._resolve(schema["$ref"])
             if depth >= 4 * _MAX_DEPTH:  # a cycle with no optional exit: give up there
@@ -123,14 +130,17 @@ class _Builder:
                     return None  # deep in a recursive model, stop where null is allowed
                 return self.build(options[0], f"{path}|0", name, depth + 1)
         if schema.get("allOf"):
-            merged: dict[str, Any] = {}
+            merged_all: dict[str, Any] = {}
             for part in schema["allOf"]:
                 part = self._resolve(part["$ref"]) if isinstance(part, Mapping) and "$ref" in part else part
                 if isinstance(part, Mapping):
-                    merged.update(part)
-            merged.update({k: v for k, v in schema.items() if k != "allOf"})
-            return self.build(merged, path, name, depth + 1)
+                    merged_all.update(part)
+            merged_all.update({k: v for k, v in schema.items() if k != "allOf"})
+            return self.build(merged_all, path, name, depth + 1)
+        return _UNSET
 
+    def _typed(self, schema: Mapping[str, Any], path: str, name: str, depth: int) -> Any:
+        """A value of the schema's ``type`` (guessed from ``properties``/``items`` when it names none)."""
         kind = schema.get("type")
         if isinstance(kind, list):
             kind = next((k for k in kind if k != "null"), "null")
@@ -140,10 +150,8 @@ class _Builder:
             return self._object(schema, path, depth)
         if kind == "array":
             return self._array(schema, path, name, depth)
-        if kind == "number":
-            return self._number(schema, path, name, integer=False)
-        if kind == "integer":
-            return self._number(schema, path, name, integer=True)
+        if kind in ("number", "integer"):
+            return self._number(schema, path, name, integer=kind == "integer")
         if kind == "boolean":
             return _unit(self.seed, path) < 0.5
         if kind == "null":
