@@ -336,6 +336,29 @@ class AugmentedLagrangian:
         self.factor_seconds = time.perf_counter() - begun
 
     # ------------------------------------------------------------------ the method
+    def _line_search(
+        self, q: np.ndarray, y: list[np.ndarray], delta: np.ndarray, value: float, slope: float
+    ) -> tuple[float, np.ndarray, list, float]:
+        """Armijo backtracking along the Newton step ``delta`` from ``q``: (step length, new point, its
+        local terms, its value). With log scores the step stays inside (0, 1)."""
+        t = 1.0
+        if self.log:  # stay inside (0, 1): at most 99.5% of the way to the boundary
+            with np.errstate(divide="ignore", invalid="ignore"):
+                room = np.where(delta > 0, (1 - q) / delta, np.where(delta < 0, -q / delta, np.inf))
+            t = min(1.0, 0.995 * float(room.min(initial=np.inf)))
+        for _ in range(30):
+            cand = q + t * delta
+            cand_local = self._local(cand, y)
+            cand_value = self._value(cand, cand_local)
+            if cand_value <= value + 1e-4 * t * slope + 1e-15 * abs(value):
+                break
+            # Halving. Measured, and worse: interpolating to the minimum of the quadratic model (it stops
+            # steps at the kinks of L instead of crossing them), a non-monotone rule letting full steps
+            # through, and recomputing the step with the faces of both points (twice and ten times as
+            # many steps).
+            t *= 0.5
+        return t, cand, cand_local, cand_value
+
     def solve(self, start: Solution | None = None, tol: float = FEAS_TOL) -> Solution:
         begun = time.perf_counter()
         if start is not None:
@@ -383,25 +406,8 @@ class AugmentedLagrangian:
                         break
                 last = stationarity
                 newton += 1
-                slope = float(g @ delta)
-                t = 1.0
-                if self.log:  # stay inside (0, 1): at most 99.5% of the way to the boundary
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        room = np.where(delta > 0, (1 - q) / delta, np.where(delta < 0, -q / delta, np.inf))
-                    t = min(1.0, 0.995 * float(room.min(initial=np.inf)))
-                for _ in range(30):
-                    cand = q + t * delta
-                    cand_local = self._local(cand, y)
-                    cand_value = self._value(cand, cand_local)
-                    if cand_value <= value + 1e-4 * t * slope + 1e-15 * abs(value):
-                        break
-                    # Halving. Measured, and worse: interpolating to the minimum of the quadratic model (it stops
-                    # steps at the kinks of L instead of crossing them), a non-monotone rule letting full steps
-                    # through, and recomputing the step with the faces of both points (twice and ten times as
-                    # many steps).
-                    t *= 0.5
+                t, q, local, value = self._line_search(q, y, delta, value, float(g @ delta))
                 log.debug("  Newton: |g| %.1e, CG %d, step %.3g", stationarity, cg, t)
-                q, local, value = cand, cand_local, cand_value
                 if t * float(np.abs(delta).max(initial=0.0)) <= 1e-16:
                     break
             new_y = [self.rho * scale * r for (_, _, r, _), scale in zip(local, self.scale, strict=True)]
