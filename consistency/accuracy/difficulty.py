@@ -308,6 +308,46 @@ class DifficultyAdjusted(ForecasterScores):
     excluded: np.ndarray
 
 
+def _market_brier(p: _Panel, market_question, market_brier, market_prob) -> np.ndarray:
+    """The market's Brier score per question of the panel (NaN where the market gave none)."""
+    b_mkt = np.full(len(p.questions), np.nan)
+    if market_question is None:
+        return b_mkt
+    mq = _codes_of(p.questions, market_question, "market question")
+    if len(np.unique(mq)) != len(mq):
+        raise ScoreInputError("market_question lists a question twice")
+    if (market_brier is None) == (market_prob is None):
+        raise ScoreInputError("with market_question give either market_brier or market_prob")
+    if market_brier is not None:
+        mb = np.asarray(market_brier, dtype=float)
+        if mb.shape != mq.shape or not np.all(np.isfinite(mb) & (mb >= 0) & (mb <= 1)):
+            raise ScoreInputError(f"market_brier must be {len(mq)} finite values in [0, 1]")
+    else:
+        if p.outcome is None:
+            raise ScoreInputError("market_prob needs the panel's outcomes (give prob and outcome)")
+        mp = inputs.probabilities(market_prob, name="market_prob")
+        if mp.shape != mq.shape:
+            raise ScoreInputError(f"market_prob must have shape {mq.shape}, got {mp.shape}")
+        mb = (mp - p.outcome[mq]) ** 2
+    b_mkt[mq] = mb
+    return b_mkt
+
+
+def _gamma_ols(p: _Panel, excluded: np.ndarray, dense_limit: int) -> np.ndarray:
+    """γ̂^OLS per question from the rows of the forecasters not excluded (NaN where none answered)."""
+    gamma_ols = np.full(len(p.questions), np.nan)
+    keep = ~excluded[p.f]
+    if not keep.any():
+        raise ScoreInputError("every forecaster is excluded from difficulty estimation")
+    # Re-code the fitting rows compactly so the fit sees no empty forecasters or questions.
+    f_used, f_fit = np.unique(p.f[keep], return_inverse=True)
+    q_used, q_fit = np.unique(p.q[keep], return_inverse=True)
+    _components(f_fit, q_fit, len(f_used), len(q_used))
+    _, g = _fit_codes(f_fit, q_fit, p.brier[keep], len(f_used), len(q_used), dense_limit)
+    gamma_ols[q_used] = g
+    return gamma_ols
+
+
 def difficulty_adjusted_brier(
     forecaster,
     question,
@@ -350,41 +390,13 @@ def difficulty_adjusted_brier(
     if not (np.isfinite(w) and 0.0 <= w <= 1.0):
         raise ScoreInputError(f"market_weight must be in [0, 1], got {market_weight!r}")
 
-    b_mkt = np.full(n_q, np.nan)
-    if market_question is not None:
-        mq = _codes_of(p.questions, market_question, "market question")
-        if len(np.unique(mq)) != len(mq):
-            raise ScoreInputError("market_question lists a question twice")
-        if (market_brier is None) == (market_prob is None):
-            raise ScoreInputError("with market_question give either market_brier or market_prob")
-        if market_brier is not None:
-            mb = np.asarray(market_brier, dtype=float)
-            if mb.shape != mq.shape or not np.all(np.isfinite(mb) & (mb >= 0) & (mb <= 1)):
-                raise ScoreInputError(f"market_brier must be {len(mq)} finite values in [0, 1]")
-        else:
-            if p.outcome is None:
-                raise ScoreInputError("market_prob needs the panel's outcomes (give prob and outcome)")
-            mp = inputs.probabilities(market_prob, name="market_prob")
-            if mp.shape != mq.shape:
-                raise ScoreInputError(f"market_prob must have shape {mq.shape}, got {mp.shape}")
-            mb = (mp - p.outcome[mq]) ** 2
-        b_mkt[mq] = mb
+    b_mkt = _market_brier(p, market_question, market_brier, market_prob)
     has_mkt = np.isfinite(b_mkt)
 
     excluded = np.zeros(n_f, dtype=bool)
     excluded[_codes_of(p.forecasters, exclude_from_difficulty, "excluded forecaster")] = True
 
-    gamma_ols = np.full(n_q, np.nan)
-    if not (w == 1.0 and has_mkt.all()):
-        keep = ~excluded[p.f]
-        if not keep.any():
-            raise ScoreInputError("every forecaster is excluded from difficulty estimation")
-        # Re-code the fitting rows compactly so the fit sees no empty forecasters or questions.
-        f_used, f_fit = np.unique(p.f[keep], return_inverse=True)
-        q_used, q_fit = np.unique(p.q[keep], return_inverse=True)
-        _components(f_fit, q_fit, len(f_used), len(q_used))
-        _, g = _fit_codes(f_fit, q_fit, p.brier[keep], len(f_used), len(q_used), dense_limit)
-        gamma_ols[q_used] = g
+    gamma_ols = _gamma_ols(p, excluded, dense_limit) if not (w == 1.0 and has_mkt.all()) else np.full(n_q, np.nan)
 
     gamma = np.where(has_mkt, w * np.nan_to_num(b_mkt) + (1.0 - w) * gamma_ols, gamma_ols)
     if w == 1.0:

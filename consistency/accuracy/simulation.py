@@ -139,6 +139,47 @@ def _sample_rounds(
     return np.concatenate(fs), np.concatenate(qs)
 
 
+def _matrices(
+    brier_matrix: np.ndarray | None, market_brier: np.ndarray | None, reference: int | None, scheme: str, seed: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The complete Brier matrix and the market's Brier scores, checked (synthetic ones when none is given)."""
+    if brier_matrix is None:
+        brier_matrix, gen_market = synthetic_brier_matrix(seed=seed)
+        if market_brier is None:
+            market_brier = gen_market
+    bm = inputs.probabilities(brier_matrix, name="brier_matrix")
+    if bm.ndim != 2:
+        raise ScoreInputError(f"brier_matrix must be 2-D (forecasters × questions), got shape {bm.shape}")
+    n_f, n_q = bm.shape
+    if reference is not None and not (0 <= reference < n_f):
+        raise ScoreInputError(f"reference must index a forecaster (0..{n_f - 1}), got {reference}")
+    mkt = None if market_brier is None else inputs.probabilities(market_brier, name="market_brier")
+    if mkt is not None and mkt.shape != (n_q,):
+        raise ScoreInputError(f"market_brier must have shape ({n_q},), got {mkt.shape}")
+    if scheme not in ("random", "rounds"):
+        raise ScoreInputError(f"scheme must be 'random' or 'rounds', got {scheme!r}")
+    return bm, mkt
+
+
+def _rankings(
+    f: np.ndarray,
+    q: np.ndarray,
+    b: np.ndarray,
+    reference: int | None,
+    mkt: np.ndarray | None,
+    weights: Sequence[float],
+) -> list[ForecasterScores]:
+    """Every method's scores of one simulated panel, in the order of the methods' names."""
+    results: list[ForecasterScores] = [mean_brier(f, q, b), peer_score(f, q, b)]
+    if reference is not None:
+        results += [brier_skill_score(f, q, b, reference=reference, kind=k) for k in ("pct", "abs")]
+    q_seen = np.unique(q)
+    for w in weights:
+        kw = {} if mkt is None else {"market_question": q_seen, "market_brier": mkt[q_seen], "market_weight": w}
+        results.append(difficulty_adjusted_brier(f, q, b, **kw))
+    return results
+
+
 def simulate_ranking_quality(
     brier_matrix: np.ndarray | None = None,
     *,
@@ -180,21 +221,8 @@ def simulate_ranking_quality(
     are unitless rather than calibrated to Brier-point drifts; metrics are computed over the
     forecasters that appear in a simulated panel, re-ranked among themselves.
     """
-    if brier_matrix is None:
-        brier_matrix, gen_market = synthetic_brier_matrix(seed=seed)
-        if market_brier is None:
-            market_brier = gen_market
-    bm = inputs.probabilities(brier_matrix, name="brier_matrix")
-    if bm.ndim != 2:
-        raise ScoreInputError(f"brier_matrix must be 2-D (forecasters × questions), got shape {bm.shape}")
+    bm, mkt = _matrices(brier_matrix, market_brier, reference, scheme, seed)
     n_f, n_q = bm.shape
-    if reference is not None and not (0 <= reference < n_f):
-        raise ScoreInputError(f"reference must index a forecaster (0..{n_f - 1}), got {reference}")
-    mkt = None if market_brier is None else inputs.probabilities(market_brier, name="market_brier")
-    if mkt is not None and mkt.shape != (n_q,):
-        raise ScoreInputError(f"market_brier must have shape ({n_q},), got {mkt.shape}")
-    if scheme not in ("random", "rounds"):
-        raise ScoreInputError(f"scheme must be 'random' or 'rounds', got {scheme!r}")
     weights = tuple(market_weights) if market_weights is not None else ((0.0, 0.5, 1.0) if mkt is not None else (0.0,))
 
     true_mean = bm.mean(axis=1)
@@ -224,18 +252,9 @@ def simulate_ranking_quality(
                 skill_temperature,
                 difficulty_temperature,
             )
-        b = bm[f, q]
-        seen = np.unique(f)
-        results: list[ForecasterScores] = [mean_brier(f, q, b), peer_score(f, q, b)]
-        if reference is not None:
-            results += [brier_skill_score(f, q, b, reference=reference, kind=k) for k in ("pct", "abs")]
-        q_seen = np.unique(q)
-        for w in weights:
-            kw = {} if mkt is None else {"market_question": q_seen, "market_brier": mkt[q_seen], "market_weight": w}
-            results.append(difficulty_adjusted_brier(f, q, b, **kw))
-        r_true = rank_scores(true_mean[seen], False)
-        for m, res in enumerate(results):
-            r_est = res.ranks  # forecasters come back sorted, i.e. in the order of ``seen``
+        r_true = rank_scores(true_mean[np.unique(f)], False)
+        for m, res in enumerate(_rankings(f, q, bm[f, q], reference, mkt, weights)):
+            r_est = res.ranks  # forecasters come back sorted, i.e. in the order of np.unique(f)
             rho[s, m] = spearmanr(r_true, r_est).statistic
             for k in ks:
                 top_true, top_est = r_true <= k, r_est <= k

@@ -30,7 +30,7 @@ def _fault(text: str) -> tuple[str, float]:
     return kind, value
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m consistency.fake_openai",
         description="Serve the scripted OpenAI-compatible server until Ctrl-C.",
@@ -76,6 +76,11 @@ def main(argv: list[str] | None = None) -> None:
     batch.add_argument(
         "--batch-max-bytes", type=int, default=200 * 1024 * 1024, help="largest batch file in bytes (default: 200 MiB)"
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _parser()
     args = parser.parse_args(argv)
     behaviour = BatchBehaviour(
         processing_delay=args.batch_delay,
