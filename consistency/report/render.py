@@ -361,6 +361,25 @@ class Page:
         comp = self.comparison
         assert comp is not None
         out = ['<section id="comparison" data-section="comparison"><h2>4. Comparison of runs</h2>']
+        out += self.leaderboard(comp)
+        runs = [r for r in self.runs if r.checks]
+        if runs:
+            out.append("<h3>Per check, side by side</h3>")
+            drawn = self.figs.render(
+                figures.checks_by_run(runs),
+                "checks_by_run",
+                "Mean violation per check and run, with bootstrap 95% intervals; a flat mark labelled 0 is a "
+                "mean of 0, a hatched empty slot a check with no value.",
+            )
+            out.append(figure(drawn))
+            out.append(self.gaps_note(runs))
+        out += self.versus(comp)
+        out.append("</section>")
+        return "\n".join(out)
+
+    def leaderboard(self, comp: Comparison) -> list[str]:
+        """The runs ranked (consistency, then Brier), and the runs left without a partner."""
+        out = []
         rows = []
         for i, e in enumerate(comp.entries, start=1):
             cons = e.consistency
@@ -408,17 +427,11 @@ class Page:
                 2,
             )
         )
-        runs = [r for r in self.runs if r.checks]
-        if runs:
-            out.append("<h3>Per check, side by side</h3>")
-            drawn = self.figs.render(
-                figures.checks_by_run(runs),
-                "checks_by_run",
-                "Mean violation per check and run, with bootstrap 95% intervals; a flat mark labelled 0 is a "
-                "mean of 0, a hatched empty slot a check with no value.",
-            )
-            out.append(figure(drawn))
-            out.append(self.gaps_note(runs))
+        return out
+
+    def versus(self, comp: Comparison) -> list[str]:
+        """Each check's violation against the Brier score across forecasters: a table and a figure per metric."""
+        out = []
         out.append("<h3>Consistency versus accuracy</h3>")
         if comp.why_no_correlation:
             out.append(
@@ -454,8 +467,7 @@ class Page:
                     f"Each forecaster's mean {figures.METRIC_LABEL[metric]} per check against its Brier score.",
                 )
                 out.append(figure(drawn))
-        out.append("</section>")
-        return "\n".join(out)
+        return out
 
     # ------------------------------------------------------------------ 5. ArbitrageForecaster
     def depths(self, groups: dict[str, dict[int, Run]]) -> str:
