@@ -195,7 +195,7 @@ def _shared_filter(q: ForecastingQuestion, opts: ScrapeOptions) -> Skip | None:
     return None
 
 
-async def scrape(
+async def scrape(  # noqa: C901 - to be split: PENDING in tests/test_structure.py
     source: Source,
     out: str | Path,
     opts: ScrapeOptions,
