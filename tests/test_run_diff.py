@@ -1,5 +1,5 @@
 """The ``cc diff`` gate never passes on nothing: a check of A that B shares no tuples of, or too few
-to test, fails ``--fail-if-worse`` with a sentence saying why (:mod:`consistency.metrics.run_diff`)."""
+to test, fails ``--fail-if-worse`` with a sentence saying why (:mod:`consistency.evaluation.diff`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from consistency.cli import app
 from consistency.evaluation import evaluate
 from consistency.forecasters.simple import ConstantForecaster
 from consistency.metrics.paired import sign_test, wilcoxon_test
-from consistency.metrics.run_diff import DiffInputError, diff_runs, fewest_to_reject
+from consistency.evaluation.diff import DiffInputError, diff_runs, fewest_to_reject
 
 runner = CliRunner()
 

@@ -156,7 +156,7 @@ def test_without_run_json_a_run_reads_as_forecast_files_and_a_resume_says_why_no
 
 
 def test_the_file_names_of_a_run_are_spelled_once_in_the_modules_ported_to_the_store():
-    ported = ["evaluation/rundir.py", "metrics/run_diff.py", "report/gather.py", "repair/runs.py", "repair/sources.py"]
+    ported = ["evaluation/rundir.py", "evaluation/diff.py", "report/gather.py", "repair/runs.py", "repair/sources.py"]
     for name in ported:
         text = (PACKAGE / name).read_text()
         for literal in ('"run.json"', '"ground_truth_results.jsonl"', '"summary.json"', '"forecasts.jsonl"'):

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..checks import get_check
 from ..jsonl import atomic_write, dump_line
-from ..metrics.forecast_files import score_forecasts
+from ..metrics.scoring import score_forecasts
 
 if TYPE_CHECKING:
     from ..llm.accounting import RunStats

@@ -19,13 +19,13 @@ from typing import Any
 from ..checks import Check, all_checks, get_check
 from ..checks.logic import Var
 from ..datasets import benchmark_dir
+from ..evaluation.scoring import forecast_files
 from ..files import FileKind, detect, validate_lines
 from ..forecasters import Forecaster, load_forecaster
 from ..generate import TemplateInstantiator, instantiate_all
 from ..jsonl import read_jsonl, write_json
 from ..llm import LLM, LLMSettings
 from ..llm.secrets import redact
-from ..metrics.forecast_files import forecast_files
 from ..models import ForecastingQuestion, ForecastLine
 from ..paths import new_run_dir
 from .families import Family, bases_of, default_families

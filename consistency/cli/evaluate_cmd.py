@@ -28,7 +28,7 @@ from ..forecasters.loading import parse_options
 from ..llm import LLMSettings
 from ..llm.fatal import FatalError
 from ..llm.secrets import redact
-from ..metrics.forecast_files import ScoreParams
+from ..metrics.scoring import ScoreParams
 from .bounds import positive
 from .console import err, escape, fmt, out, print_skipped
 from .cost_view import print_estimate, stopped_at_cap

@@ -15,8 +15,8 @@ from ..checks import Check, all_checks, get_check
 from ..datasets import benchmark_dir
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
-from ..metrics.forecast_files import ScoringError, forecast_files
 from ..models import ForecastingQuestion, ForecastLine
+from .scoring import ScoringError, forecast_files
 
 T = TypeVar("T")
 

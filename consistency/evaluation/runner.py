@@ -16,11 +16,12 @@ from ..forecasters import Forecaster, Occurrence, load_forecaster
 from ..forecasters.loading import load_recorded
 from ..jsonl import LineError, atomic_write, dump_line
 from ..llm.secrets import redact
-from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
+from ..metrics.scoring import ScoreParams, score_forecasts
 from ..paths import new_run_dir
 from .asking import Ask, RunOptions, drive, occurrence_key, options_of, question_key
 from .benchmark import TupleSet, fingerprint, load_benchmark
 from .rundir import RunDir, RunDirError
+from .scoring import ScoredFile, ScoreReport, write_stats
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from ..evaluation.scoring import ScoredFile, ScoreReport, write_stats
 from ..jsonl import atomic_write, dump_line, iter_json_lines, write_json
 from ..locking import try_lock
-from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
+from ..metrics.scoring import ScoreParams, score_forecasts
 from ..store.layout import LOCK_FILE, REPAIR_REPORT, RUN_FILE, partial_name
 from ..store.meta import RunMetaError, optional_run_meta
 from ..store.outputs import output_dir

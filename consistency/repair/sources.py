@@ -18,9 +18,10 @@ import numpy as np
 
 from ..checks import Check, all_checks
 from ..errors import InputError
+from ..evaluation.scoring import NothingToScore, ScoringError, forecast_files
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
-from ..metrics.forecast_files import NothingToScore, ScoreParams, ScoringError, forecast_files
+from ..metrics.scoring import ScoreParams
 from ..models import ForecastingQuestion, ForecastLine, format_datetime
 from ..store.meta import optional_run_meta
 

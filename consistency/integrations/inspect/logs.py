@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ...checks import all_checks, get_check
+from ...evaluation.scoring import ScoreReport, ScoringError, score_path, write_report, write_stats
 from ...extras import install_hint
 from ...jsonl import LineError, atomic_write, dump_line
-from ...metrics.forecast_files import ScoreParams, ScoreReport, ScoringError, score_path, write_report, write_stats
+from ...metrics.scoring import ScoreParams
 from .answers import Answer
 from .dataset import ANSWERS_KEY
 
@@ -200,8 +201,8 @@ def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | No
         write_eval_log,
     )
 
+    from ...evaluation.scoring import forecast_files
     from ...files import FileKind, detect, validate_lines
-    from ...metrics.forecast_files import forecast_files
     from ...models import ForecastLine
     from .dataset import describe, tuple_metadata
     from .scorer import check_metrics, tuple_score
