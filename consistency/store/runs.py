@@ -67,7 +67,7 @@ class Run:
     truth_summary: GroundTruthSummary | None = None  # ground_truth_summary.json
     attack: AttackRecord | None = None  # attack.json
     repair: RepairRecord | None = None  # repair.json
-    paper_config: ForecasterRecord | None = None  # the paper's config.jsonl (first line)
+    paper_config: ForecasterRecord | None = None  # the paper's config.jsonl (a single file: its directory's record)
     files: list[ForecastFile] = field(default_factory=list)  # <Checker>.jsonl, in the checks' order
     ground_truth_file: Path | None = None
 
@@ -224,7 +224,8 @@ def _single_file(path: Path) -> Run:
         check = detect(path).check
     if check is None:
         raise RunError(f"{path}: not a file of forecast lines")
-    return Run(path, RunKind.FORECASTS, files=[ForecastFile(check, path)], paper_config=_paper_config(path.parent))
+    recorded = recorded_forecaster(path.parent)  # a file in a run directory: that run's forecaster
+    return Run(path, RunKind.FORECASTS, files=[ForecastFile(check, path)], paper_config=recorded)
 
 
 def _files(directory: Path) -> list[ForecastFile]:
@@ -262,9 +263,7 @@ def _paper_config(directory: Path) -> ForecasterRecord | None:
         obj = parse_json(first)
     except ValueError:
         return None
-    if isinstance(obj, dict) and obj.get("forecaster_class"):
-        return ForecasterRecord.model_validate(obj)
-    return None
+    return _forecaster_of(obj) if isinstance(obj, dict) and obj.get("forecaster_class") else None
 
 
 def recorded_forecaster(directory: str | Path) -> ForecasterRecord | None:
@@ -273,17 +272,43 @@ def recorded_forecaster(directory: str | Path) -> ForecasterRecord | None:
     directory = Path(directory)
     run = read_json_object(directory / layout.RUN_FILE)
     if run is not None:
-        recorded = run.get("forecaster")
-        return ForecasterRecord.model_validate(recorded) if isinstance(recorded, dict) else None
+        return _forecaster_of(run.get("forecaster"))
     paper = _paper_config(directory)
     if paper is not None:
         return paper
     truth = read_json_object(directory / layout.GROUND_TRUTH_SUMMARY)
     if truth is not None and truth.get("forecaster"):
-        return ForecasterRecord(
-            forecaster_class=str(truth["forecaster"]), full_forecaster_config=truth.get("full_forecaster_config") or {}
+        config = truth.get("full_forecaster_config")
+        return _forecaster_of(
+            {
+                "forecaster_class": str(truth["forecaster"]),
+                "full_forecaster_config": config if isinstance(config, dict) else {},
+            }
         )
     return None
+
+
+def _forecaster_of(value: object) -> ForecasterRecord | None:
+    """A recorded forecaster, or None when the record is not one (optional metadata: never an error)."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return ForecasterRecord.model_validate(value)
+    except ValueError:
+        return None
+
+
+def is_score_summary(path: str | Path) -> bool:
+    """Whether the JSON file ``path`` is a ``cc score`` summary (it lists checks and their aggregate)."""
+    summary = read_json_object(path)
+    return summary is not None and isinstance(summary.get("checks"), dict) and "aggregate" in summary
+
+
+def scored_inputs(directory: str | Path) -> list[str]:
+    """What a ``cc score`` output scored (its summary's ``inputs``), read leniently: empty when unknown."""
+    summary = read_json_object(Path(directory) / layout.SUMMARY) or {}
+    inputs = summary.get("inputs")
+    return [str(i) for i in inputs] if isinstance(inputs, list) else []
 
 
 def is_run_directory(directory: str | Path) -> bool:
@@ -302,7 +327,9 @@ __all__ = [
     "ground_truth_records",
     "is_result",
     "is_run_directory",
+    "is_score_summary",
     "read_run",
     "recorded_forecaster",
     "result_paths",
+    "scored_inputs",
 ]
