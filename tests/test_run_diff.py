@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from consistency import Forecaster
 from consistency.cli import app
 from consistency.evaluation import evaluate
+from consistency.evaluation.diff import DiffInputError, diff_runs, fewest_to_reject
 from consistency.forecasters.simple import ConstantForecaster
 from consistency.metrics.paired import sign_test, wilcoxon_test
-from consistency.evaluation.diff import DiffInputError, diff_runs, fewest_to_reject
 
 runner = CliRunner()
 

@@ -448,10 +448,11 @@ def resolve_cmd(
     """Resolve unresolved questions past their resolution date with a model (yes/no/unknown, recorded in metadata)."""
     from ..jsonl import write_jsonl
     from ..sources.resolve import resolve_questions
+    from ..store.layout import resolved_file
 
     pool = load_questions(questions)
     day = _day_option(as_of, "--as-of") or date.today()
-    target = out_path or questions.with_name(questions.name.removesuffix(".jsonl") + ".resolved.jsonl")
+    target = out_path or resolved_file(questions)
 
     async def run():
         async with llm_args.client() as llm:

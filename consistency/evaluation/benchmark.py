@@ -16,6 +16,7 @@ from ..datasets import benchmark_dir
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
 from ..models import ForecastingQuestion, ForecastLine
+from ..store import layout
 from .scoring import ScoringError, forecast_files
 
 T = TypeVar("T")
@@ -37,7 +38,7 @@ class TupleSet:
 
 
 def bundled_tuples() -> Path:
-    return benchmark_dir() / "tuples"
+    return benchmark_dir() / layout.TUPLES_DIR
 
 
 def load_benchmark(

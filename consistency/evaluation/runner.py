@@ -18,6 +18,7 @@ from ..jsonl import LineError, atomic_write, dump_line
 from ..llm.secrets import redact
 from ..metrics.scoring import ScoreParams, score_forecasts
 from ..paths import new_run_dir
+from ..store import layout
 from .asking import Ask, RunOptions, drive, occurrence_key, options_of, question_key
 from .benchmark import TupleSet, fingerprint, load_benchmark
 from .rundir import RunDir, RunDirError
@@ -298,7 +299,7 @@ def _score_set(root: Path, ts: TupleSet, set_keys, done, params: ScoreParams) ->
         kept.append(i)
     probs = np.array(rows, dtype=float).reshape(len(rows), ts.check.n_fields)
     scores = score_forecasts(ts.check, probs, params=params)
-    target = root / f"{ts.check.class_name}.jsonl"
+    target = root / layout.forecast_file(ts.check)
     with atomic_write(target) as fh:
         for j, i in enumerate(kept):
             line = {

@@ -147,7 +147,7 @@ def forecast_files(paths: Iterable[str | Path]) -> list[Path]:
             found = layout.forecast_files_in(path)
             if not found:
                 raise ScoringError(
-                    f"{path}: no <Checker>.jsonl forecast files (e.g. NegChecker.jsonl) in this directory"
+                    f"{path}: no <Checker>.jsonl forecast files (e.g. {layout.forecast_file('neg')}) in this directory"
                 )
             kept = [p for p in found if not _empty(p)]
             if not kept:
@@ -180,7 +180,7 @@ def run_directories(paths: Sequence[str | Path]) -> list[Path] | None:
         subdirs = sorted(d for d in path.iterdir() if d.is_dir() and layout.forecast_files_in(d))
         if not subdirs:
             raise ScoringError(
-                f"{path}: no <Checker>.jsonl forecast files (e.g. NegChecker.jsonl) here or one level down"
+                f"{path}: no <Checker>.jsonl forecast files (e.g. {layout.forecast_file('neg')}) here or one level down"
             )
         out += subdirs
         expanded = True

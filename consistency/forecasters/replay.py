@@ -82,5 +82,5 @@ def _files(source: Path) -> list[Path]:
         raise ValueError(f"{source}: no such file or directory")
     found = sorted(p for p in source.glob("*.jsonl") if check_of(p) is not None or p.name == GROUND_TRUTH)
     if not found:
-        raise ValueError(f"{source}: no <Checker>.jsonl or ground_truth_results.jsonl files to replay")
+        raise ValueError(f"{source}: no <Checker>.jsonl or {GROUND_TRUTH} files to replay")
     return found

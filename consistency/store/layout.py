@@ -99,3 +99,24 @@ def partial_name(name: str, pid: int) -> str:
 def partial_pattern(name: str) -> str:
     """The glob of every :func:`partial_name` sibling of ``name`` (its name escaped by the caller)."""
     return f".{name}.*partial"
+
+
+# ------------------------------------------------------------------ the bundled benchmark and question files
+
+#: A benchmark directory: its questions, and one ``<Checker>.jsonl`` of tuples per check in :data:`TUPLES_DIR`.
+BENCHMARK_QUESTIONS = "questions.jsonl"
+
+
+def rejects_file(questions: Path) -> Path:
+    """Where question synthesis puts what it rejected, with reasons: ``q.jsonl`` -> ``q.rejects.jsonl``."""
+    return questions.with_name(questions.name.removesuffix(FORECAST_SUFFIX) + ".rejects" + FORECAST_SUFFIX)
+
+
+def resolved_file(questions: Path) -> Path:
+    """Where ``cc questions resolve`` writes by default: ``q.jsonl`` -> ``q.resolved.jsonl``."""
+    return questions.with_name(questions.name.removesuffix(FORECAST_SUFFIX) + ".resolved" + FORECAST_SUFFIX)
+
+
+def scrape_state_file(out: Path) -> Path:
+    """A scrape's saved progress, beside its output (``q.jsonl.scrape.json``), so a resume carries on."""
+    return out.with_name(out.name + ".scrape.json")
