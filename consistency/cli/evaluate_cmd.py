@@ -29,6 +29,7 @@ from ..llm import LLMSettings
 from ..llm.fatal import FatalError
 from ..llm.secrets import redact
 from ..metrics.scoring import ScoreParams
+from ..store.layout import GROUND_TRUTH_SUMMARY, SUMMARY
 from .bounds import positive
 from .console import err, escape, fmt, out, print_skipped
 from .cost_view import print_estimate, stopped_at_cap
@@ -429,7 +430,7 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
                 f"calibration error {fmt(summary.get('calibration_error'))}"
             )
     elif as_json:
-        out.print_json((result.run_dir / "summary.json").read_text(encoding="utf-8"))
+        out.print_json((result.run_dir / SUMMARY).read_text(encoding="utf-8"))
     else:
         out.print(render_table(result.report))
     note = None if as_json else how_to_read(result.run_dir, meta)
@@ -455,12 +456,12 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
     unresolved = (meta.get("summary") or {}).get("unresolved") or 0
     if result.report is None and unresolved and (meta.get("summary") or {}).get("scored"):
         err.print(f"[yellow]{unresolved} answered question(s) have no resolution[/yellow]: forecast, not scored")
-    summary_file = "ground_truth_summary.json" if result.report is None else "summary.json"
+    summary_file = GROUND_TRUTH_SUMMARY if result.report is None else SUMMARY
     print_skipped(result.skipped, str(result.run_dir / summary_file))
     for failure in result.failures[:5]:
         err.print(f"  failed {escape(failure['question_id'])}: {escape(str(failure['error']))}")
     if len(result.failures) > 5:
-        err.print(f"  ... and {len(result.failures) - 5} more (listed in summary.json)")
+        err.print(f"  ... and {len(result.failures) - 5} more (listed in {SUMMARY})")
     err.print(f"run directory: [bold]{escape(str(result.run_dir))}[/bold] ({meta['status']})")
     if meta["status"] != "complete" or result.failures:
         err.print(f"retry what is missing with: cc evaluate --resume {escape(str(result.run_dir))}")

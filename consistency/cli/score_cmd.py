@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..store.layout import SUMMARY
 from .console import err, escape, fmt, out, pct, print_skipped
 
 if TYPE_CHECKING:  # the scoring stack (numpy, pydantic models) loads when the command runs, not for --help
@@ -158,7 +159,7 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
         )
         if result["errors"]:
             n = len(result["errors"])
-            err.print(f"[yellow]{escape(run.name)}: {n} line error(s)[/yellow] (listed in its summary.json)")
+            err.print(f"[yellow]{escape(run.name)}: {n} line error(s)[/yellow] (listed in its {SUMMARY})")
     if as_json:
         out.print_json(json.dumps(summaries))
     else:
@@ -205,4 +206,4 @@ def render_table(report: ScoreReport) -> Table:
 
 
 def _report_errors(report: ScoreReport) -> None:
-    print_skipped(report.errors, "summary.json", "line(s) could not be scored", limit=20)
+    print_skipped(report.errors, SUMMARY, "line(s) could not be scored", limit=20)

@@ -8,8 +8,10 @@ holds: docs/reference/formats.md. Reading them is :mod:`.runs`'s job; this modul
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..checks import Check, get_check
+if TYPE_CHECKING:
+    from ..checks import Check
 
 # ------------------------------------------------------------------ a run directory (cc evaluate, cc repair)
 
@@ -63,16 +65,20 @@ NOT_FORECASTS = frozenset(
 
 def forecast_file(check: Check | str) -> str:
     """The file of one check's forecast (or tuple) lines: ``NegChecker.jsonl``."""
+    from ..checks import get_check  # the checks are loaded only when a file is named after one
+
     return f"{get_check(check).class_name}{FORECAST_SUFFIX}"
 
 
 def stats_file(check: Check | str) -> str:
     """The statistics file of one check (a :class:`Check` or its class name): ``stats_NegChecker.json``."""
-    return f"{STATS_PREFIX}{check.class_name if isinstance(check, Check) else check}.json"
+    return f"{STATS_PREFIX}{check if isinstance(check, str) else check.class_name}.json"
 
 
 def check_of(path: str | Path) -> Check | None:
     """The check a file is named after (``NegChecker.jsonl``, ``neg.jsonl``), or None."""
+    from ..checks import get_check
+
     path = Path(path)
     if path.name in NOT_FORECASTS:
         return None

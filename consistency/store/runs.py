@@ -311,6 +311,22 @@ def scored_inputs(directory: str | Path) -> list[str]:
     return [str(i) for i in inputs] if isinstance(inputs, list) else []
 
 
+def recorded_questions_file(directory: str | Path) -> str | None:
+    """The questions file a ground-truth run records (``questions_file``), read leniently: None when unknown."""
+    run = read_json_object(Path(directory) / layout.RUN_FILE) or {}
+    recorded = run.get("questions_file")
+    return str(recorded) if recorded else None
+
+
+def truth_summaries_only(path: str | Path) -> bool:
+    """Whether ``path`` holds ground-truth summaries but no scored questions: a summary file, or a tree of
+    them without any ``ground_truth_results.jsonl`` (all a ranking by mean Brier can use)."""
+    path = Path(path)
+    if path.is_file():
+        return path.name == layout.GROUND_TRUTH_SUMMARY
+    return path.is_dir() and any(path.rglob(layout.GROUND_TRUTH_SUMMARY)) and not any(path.rglob(layout.GROUND_TRUTH))
+
+
 def is_run_directory(directory: str | Path) -> bool:
     """Whether ``directory`` holds a run record (``run.json``) of its own."""
     return (Path(directory) / layout.RUN_FILE).is_file()
@@ -330,6 +346,8 @@ __all__ = [
     "is_score_summary",
     "read_run",
     "recorded_forecaster",
+    "recorded_questions_file",
     "result_paths",
     "scored_inputs",
+    "truth_summaries_only",
 ]

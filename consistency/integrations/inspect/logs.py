@@ -282,12 +282,12 @@ def _reasoning(metadata: Any) -> str | None:
 
 
 def _run_meta(run: Path) -> dict[str, Any]:
-    """What run.json says of the forecaster (when the directory is a ``cc evaluate`` run)."""
-    import json
+    """What the run record says of the forecaster (when the directory is a ``cc evaluate`` run)."""
+    from ...jsonl import read_json_object
+    from ...store.layout import RUN_FILE
 
-    try:
-        meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    meta = read_json_object(run / RUN_FILE)
+    if meta is None:
         return {}
     forecaster = meta.get("forecaster") if isinstance(meta, dict) else None
     label = forecaster.get("label") if isinstance(forecaster, dict) else None
