@@ -216,3 +216,17 @@ def test_the_file_name_check_sees_a_name_in_code_but_not_in_a_docstring():
     )
     assert sorted(n for _, n in _spelled(ast.parse(code), names)) == ["run.json", "summary.json"]
     assert _spelled(ast.parse('x = "ground_truth_summary.json"'), names) == []
+
+
+def test_no_lazy_export_shares_its_name_with_a_submodule():
+    """Once ``pkg.name`` the submodule is imported, Python sets it as the package's attribute, and a lazy
+    export of the same name (``consistency.evaluation.estimate``, the function) would give the module."""
+    import importlib
+
+    clashes = []
+    for init in PACKAGE.rglob("__init__.py"):
+        module = ".".join(init.parent.relative_to(PACKAGE.parent).parts)
+        exports = getattr(importlib.import_module(module), "_EXPORTS", None)
+        if isinstance(exports, dict):
+            clashes += [f"{module}.{n}" for n in exports if (init.parent / f"{n}.py").is_file()]
+    assert not clashes, clashes

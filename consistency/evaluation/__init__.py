@@ -14,7 +14,7 @@ from ..names import lazy_exports
 if TYPE_CHECKING:
     from .asking import Ask, RunOptions, Tally
     from .benchmark import TupleSet, bundled_tuples, fingerprint, load_benchmark
-    from .estimate import Estimate, EstimateError, estimate, estimate_questions, estimate_resume
+    from .estimation import Estimate, EstimateError, estimate, estimate_questions, estimate_resume
     from .rundir import RunDir, RunDirError
     from .runner import EvaluationResult, evaluate, plan, reopen_run, resume, start_run
 
@@ -26,11 +26,11 @@ _EXPORTS = {
     "bundled_tuples": ".benchmark",
     "fingerprint": ".benchmark",
     "load_benchmark": ".benchmark",
-    "Estimate": ".estimate",
-    "EstimateError": ".estimate",
-    "estimate": ".estimate",
-    "estimate_questions": ".estimate",
-    "estimate_resume": ".estimate",
+    "Estimate": ".estimation",
+    "EstimateError": ".estimation",
+    "estimate": ".estimation",
+    "estimate_questions": ".estimation",
+    "estimate_resume": ".estimation",
     "RunDir": ".rundir",
     "RunDirError": ".rundir",
     "EvaluationResult": ".runner",

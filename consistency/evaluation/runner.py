@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..llm.secrets import redact
 from ..metrics.scoring import ScoreParams, score_forecasts
 from ..paths import new_run_dir
 from ..store import layout
+from ..store.meta import RunMeta, run_meta_of
 from .asking import Ask, RunOptions, drive, occurrence_key, options_of, question_key
 from .benchmark import TupleSet, fingerprint, load_benchmark
 from .rundir import RunDir, RunDirError
@@ -34,6 +36,11 @@ class EvaluationResult:
     failures: list[dict[str, Any]]
     meta: dict[str, Any]
     skipped: list[LineError] = field(default_factory=list)  # input lines that could not be used
+
+    @cached_property
+    def record(self) -> RunMeta:
+        """:attr:`meta` as the store's typed run record (what readers use instead of its keys)."""
+        return run_meta_of(self.meta, self.run_dir / layout.RUN_FILE)
 
 
 def start_run(

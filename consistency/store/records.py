@@ -17,7 +17,7 @@ from ..errors import InputError
 from ..jsonl import parse_json
 from ..metrics.scoring import METRICS
 from ..metrics.stats import MetricStats
-from .meta import ForecasterRecord
+from .meta import ForecasterRecord, RunMeta
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -101,6 +101,7 @@ class GroundTruthSummary(_Record):
     failed: int | None = None
     scored: int | None = None
     unresolved: int | None = None
+    fraction_failed: float | None = None
     avg_brier_score: float | None = None
     avg_log_score: float | None = None
     brier_score: Interval | None = None
@@ -116,6 +117,12 @@ class GroundTruthSummary(_Record):
         if not self.forecaster:
             return None
         return ForecasterRecord(forecaster_class=self.forecaster, full_forecaster_config=self.full_forecaster_config)
+
+
+def truth_summary_of(meta: RunMeta) -> GroundTruthSummary:
+    """A ground-truth run's ``summary`` (its averages, as in ``ground_truth_summary.json``), typed; a bad
+    value is a :class:`~.meta.RunMetaError` naming ``summary.field``."""
+    return meta.part("summary", GroundTruthSummary)
 
 
 class AttackRecord(_Record):
