@@ -419,7 +419,7 @@ def _options(items: list[str] | None) -> dict[str, str]:
 
 
 def _print(result: EvaluationResult, as_json: bool) -> None:
-    meta, record = result.meta, result.record
+    record = result.record
     summary = truth_summary_of(record) if result.report is None else None
     if summary is not None:
         if as_json:
@@ -435,7 +435,7 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
         out.print_json((result.run_dir / SUMMARY).read_text(encoding="utf-8"))
     else:
         out.print(render_table(result.report))
-    note = None if as_json else how_to_read(result.run_dir, meta)
+    note = None if as_json else how_to_read(result.run_dir, record)
     if note:
         out.print(note, markup=False, highlight=False)
     totals, session = record.totals or Totals(), record.session_totals()

@@ -247,10 +247,10 @@ def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | No
     log = EvalLog(
         status="success",
         eval=EvalSpec(
-            created=meta.get("created") or _now(),
+            created=_now(),
             task="consistency/all",
             dataset=EvalDataset(name=str(run), samples=len(samples)),
-            model=f"cc/{meta.get('label') or run.name}",
+            model=f"cc/{run.name}",
             config=EvalConfig(),
             task_args={"tuples": str(run), "epsilon": params.epsilon},
             metadata={
@@ -282,16 +282,11 @@ def _reasoning(metadata: Any) -> str | None:
 
 
 def _run_meta(run: Path) -> dict[str, Any]:
-    """What the run record says of the forecaster (when the directory is a ``cc evaluate`` run)."""
-    from ...jsonl import read_json_object
-    from ...store.layout import RUN_FILE
+    """What the run records of its forecaster (a ``cc evaluate`` run), as written; empty when nothing."""
+    from ...store.runs import recorded_forecaster
 
-    meta = read_json_object(run / RUN_FILE)
-    if meta is None:
-        return {}
-    forecaster = meta.get("forecaster") if isinstance(meta, dict) else None
-    label = forecaster.get("label") if isinstance(forecaster, dict) else None
-    return {"created": meta.get("created"), "forecaster": forecaster, "label": label}
+    recorded = recorded_forecaster(run)
+    return {"forecaster": recorded.model_dump(exclude_unset=True)} if recorded else {}
 
 
 def _now() -> str:
