@@ -323,10 +323,35 @@ def ground_truth_df(paths: Paths) -> pd.DataFrame:
     return _frame({name: _concat(v, kinds.get(name, object)) for name, v in parts.items()}, errors)
 
 
+def diff_df(a: str | Path, b: str | Path, *, metric: str = "default", **options: Any) -> pd.DataFrame:
+    """``cc diff A B`` as rows: one per check (ground truth: per question source) and one ``overall``.
+
+    Columns: ``group``, ``n`` (shared items), ``mean_a``, ``mean_b``, ``diff`` (B − A: positive when B
+    is worse), ``ci_low``, ``ci_high`` (bootstrap), ``better``, ``worse``, ``same`` (items), ``p_sign``,
+    ``p_wilcoxon`` and ``significantly_worse`` (as ``cc diff --fail-if-worse`` decides it). ``options`` are
+    :func:`consistency.evaluation.diff.diff_runs`'s (``resamples``, ``seed``, ``level``...)."""
+    from dataclasses import asdict
+
+    from .evaluation.diff import diff_runs
+
+    pd = _pandas()
+    result = diff_runs(a, b, metric=metric, **options)
+    worse = set(result.worse())  # each group at its Bonferroni level, overall at the level
+    rows = [
+        {"group": name, **asdict(d), "significantly_worse": name in worse}
+        for name, d in [*result.groups.items(), ("overall", result.overall)]
+    ]
+    df = pd.DataFrame(rows)
+    df.attrs["errors"] = [str(e) for e in (*result.a.skipped, *result.b.skipped)]
+    df.attrs["notes"] = list(result.notes)
+    return df
+
+
 __all__ = [
     "METRIC_COLUMNS",
     "AnalysisError",
     "checks_df",
+    "diff_df",
     "forecasts_df",
     "ground_truth_df",
     "read_runs",

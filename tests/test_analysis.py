@@ -143,3 +143,14 @@ def test_tuple_frame_of_nothing_has_the_documented_columns():
     assert {"arbitrage", "arbitrage_violated", "frequentist_violated"} <= set(df.columns)
     assert len(df) == 0 and not math.isnan(len(df.columns))
     assert np.issubdtype(df["line"].dtype, np.integer)
+
+
+def test_diff_df_has_cc_diffs_figures_per_check_and_overall(runs):
+    from consistency.evaluation.diff import diff_runs
+
+    df = analysis.diff_df(runs["half"], runs["high"], resamples=200)
+    result = diff_runs(runs["half"], runs["high"], resamples=200)
+    assert list(df["group"]) == [*result.groups, "overall"]
+    overall = df.set_index("group").loc["overall"]
+    assert overall["n"] == result.overall.n and overall["diff"] == result.overall.diff
+    assert set(df.loc[df["significantly_worse"], "group"]) == set(result.worse())
