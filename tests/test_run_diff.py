@@ -101,3 +101,10 @@ def test_a_level_that_could_never_or_always_reject_is_refused(runs, level):
     assert done.exit_code == 2 and "Invalid value for '--level'" in " ".join(done.output.split())
     with pytest.raises(DiffInputError, match="min_shared must be at least 1"):
         diff_runs(runs["A"], runs["same"], min_shared=0)
+
+
+def test_checks_are_compared_in_file_name_order_as_before_the_store(tmp_path):
+    """The order sets the bootstrap's draws: a reader listing checks otherwise changed every interval."""
+    run = evaluate(ConstantForecaster(0.5), checks=["para", "neg", "cond"], limit=3, out=tmp_path / "r").run_dir
+    result = diff_runs(run, run)
+    assert list(result.groups) == ["COND", "NEGATION", "PARAPHRASE"]  # CondChecker < NegChecker < ParaphraseChecker

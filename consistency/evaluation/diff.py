@@ -183,7 +183,7 @@ def read_run_scores(path: str | Path, metric: str = "default") -> RunScores:
         raise ValueError(f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
     params = meta.part("parameters", ScoreParams)
     groups, skipped = {}, []
-    for file in run.files:
+    for file in sorted(run.files, key=lambda f: f.path.name):  # by file name, as cc diff always listed them
         items, bad = _checker_file(run, file, metric, params)
         groups[file.check.name] = items
         skipped += bad
