@@ -1,5 +1,15 @@
-"""Let inspect's OpenAI providers run on the ``openai`` this project pins.
+"""Two accommodations with inspect-ai 0.3.285: our objects' registry names, and the ``openai`` pin.
 
+**Names.** inspect namespaces a task, solver, scorer or metric with its package (``consistency/negation``)
+only when it believes the package is installed: its module lies in site-packages, or the distribution
+found under the *import* name records an editable install (PEP 610 ``direct_url.json``). That second
+test depends on ``sys.path``: ``python -m pytest`` or ``python -c`` run from a clone put the clone's root
+first, where setuptools leaves ``consistency.egg-info`` (no ``direct_url.json``), so every object
+registered as a bare ``negation`` and ``inspect eval consistency/negation`` found nothing. A distribution
+named otherwise than the import package fails the test everywhere. :func:`registered_name` gives each
+decorator the name that makes the result ``consistency/<name>`` wherever Python starts.
+
+**openai.**
 inspect-ai 0.3.285 refuses ``openai`` below 3.4.0 for every OpenAI-based provider, for one reason
 (its comment in ``validate_openai_client``): from 3.4.0, Azure clients ignore ``AZURE_OPENAI_AD_TOKEN``
 when given explicit credentials, which its credential refresh relies on. We cannot install 3.4: every
@@ -15,6 +25,22 @@ import logging
 import os
 
 log = logging.getLogger(__name__)
+
+#: The namespace of every inspect object this package registers (``inspect eval consistency/...``).
+NAMESPACE = "consistency"
+
+
+def registered_name(name: str) -> str:
+    """What to pass as ``name=`` to inspect's decorators so the object registers as ``consistency/<name>``.
+
+    inspect prefixes the package itself when it recognises the install (then ``name`` as it is), and
+    leaves a given name alone otherwise (then the full name); it decides the same way for every module
+    of this package, so this function's own module stands for them all.
+    """
+    from inspect_ai._util.registry import registry_name  # pinned inspect-ai: checked by tests/test_inspect.py
+
+    return name if registry_name(registered_name, name) == f"{NAMESPACE}/{name}" else f"{NAMESPACE}/{name}"
+
 
 #: The openai release the project pins (pyproject.toml); only it is let through.
 PINNED_OPENAI = "3.3.0"

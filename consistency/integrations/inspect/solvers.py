@@ -34,6 +34,7 @@ from ...forecasters.loading import load_forecaster
 from ...llm import LLMResult
 from ...models import ForecastingQuestion
 from .answers import Answer, parse_answer
+from .compat import registered_name
 from .dataset import ANSWERS_KEY, questions_of
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ async def _record(state: TaskState, answers: dict[str, Answer]) -> TaskState:
     return state
 
 
-@solver
+@solver(name=registered_name("forecast_tuple"))
 def forecast_tuple() -> Solver:
     """Ask the model under evaluation each question of the tuple, separately and concurrently."""
     memo = _Memo()
@@ -151,7 +152,7 @@ def _json_texts(text: str) -> list[str]:
     return out
 
 
-@solver
+@solver(name=registered_name("forecaster_tuple"))
 def forecaster_tuple(forecaster: str, options: dict[str, Any] | None = None) -> Solver:
     """Run one of our forecasters (``basic``, ``cot``, ``arbitrage:basic``...) on each question, its
     model calls answered by inspect's model."""
