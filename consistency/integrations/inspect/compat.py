@@ -42,6 +42,13 @@ def registered_name(name: str) -> str:
     return name if registry_name(registered_name, name) == f"{NAMESPACE}/{name}" else f"{NAMESPACE}/{name}"
 
 
+def eval_max_retries() -> int | None:
+    """The run's ``--max-retries`` (``inspect_ai.eval(max_retries=...)``), if one was given."""
+    from inspect_ai.model._generate_config import active_generate_config  # pinned inspect-ai
+
+    return active_generate_config().max_retries
+
+
 #: The openai release the project pins (pyproject.toml); only it is let through.
 PINNED_OPENAI = "3.3.0"
 
