@@ -13,6 +13,12 @@ warm-up, the two alternate ``--repeat`` times and the fastest of each counts. Pr
 
 The batch-mode run sends the same questions through the Batch API under the same fault mix: a line
 the server failed (500, 429, malformed, dropped, timed out) is retried within the attempt budget.
+
+The attack row (:func:`attack_row`) runs ``cc attack`` processes under the same faults, kills them
+with SIGKILL (twice in the search rounds, once in the uniform baseline) and resumes with ``--resume``
+until it completes. Prints the forecasts charged per sampler against ``--attack-budget``, whether the
+charged questions are exactly the questions with a journaled answer, and the double charges (0).
+``--smoke`` makes every row small enough for seconds.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -31,6 +40,7 @@ from consistency.jsonl import iter_json_lines, write_jsonl
 from consistency.llm import LLMSettings
 from consistency.testing import FAULT_KINDS, ScriptedServer, probability_rule, random_faults
 from consistency.testing.replies import call_rule
+from consistency.testing.rules import RULES
 
 
 def write_questions(path: Path, n: int) -> None:
@@ -86,6 +96,69 @@ def run(rule, questions: Path, out: Path, args, batch: bool = False) -> dict:
     }
 
 
+def attack_row(args) -> None:
+    """``cc attack`` under the fault mix, killed with SIGKILL at three points and resumed until complete.
+
+    Kills land when the journal holds 35% and 75% of the budget's answers (search rounds) and 110%
+    (the uniform baseline, which has a budget of its own). Counts, from the journal: the distinct
+    questions charged to each sampler, the distinct questions with an answer (a forecast or a recorded
+    failure), the questions charged twice, and the questions the server was asked for that were never
+    charged (a double spend either way)."""
+    budget = 30 if args.smoke else args.attack_budget
+    rates = dict.fromkeys(FAULT_KINDS, args.fault_rate / len(FAULT_KINDS))
+    rule = random_faults(RULES["planted"](), rates, seed=args.seed, hang_seconds=10 * args.timeout, retry_after=0.1)
+    with tempfile.TemporaryDirectory() as tmp, ScriptedServer(rule, latency=args.latency) as srv:
+        out = Path(tmp) / "attack"
+        journal = out / "journal.jsonl"
+        command = [
+            sys.executable, "-m", "consistency", "attack", "-f", srv.model_spec(), "-b", str(budget), "-o", str(out),
+            "-c", "neg,para,cond,but", "--timeout", str(args.timeout), "--max-attempts", str(args.max_attempts),
+            "--no-cache", "--concurrency", "16", "--json",
+        ]  # fmt: skip
+        env = os.environ | {"CC_CACHE_DIR": str(Path(tmp) / "cache")}
+        kills, sessions, start = 0, 0, time.perf_counter()
+        for share in (0.35, 0.75, 1.10, None):
+            proc = subprocess.Popen(
+                command + (["--resume"] if sessions else []), env=env, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            sessions += 1
+            while share is not None and proc.poll() is None:
+                answered = journal.read_text(encoding="utf-8").count('"kind": "forecast"') if journal.exists() else 0
+                if answered >= share * budget:
+                    proc.send_signal(signal.SIGKILL)
+                    kills += 1
+                    break
+                time.sleep(0.01)
+            _, stderr = proc.communicate(timeout=600)
+            if share is None and proc.returncode != 0:
+                raise SystemExit(f"the last resume of the attack failed ({proc.returncode}): {stderr[-2000:]}")
+        wall = time.perf_counter() - start
+        asked = {
+            r.last_user_text.split("\n", 1)[0].removeprefix("Question: ")
+            for r in srv.requests
+            if r.last_user_text.startswith("Question: ")
+        }
+        records = [obj for _, obj in iter_json_lines(journal)]
+        summary = json.loads((out / "attack.json").read_text())["summary"]
+    charged: dict[str, Counter[str]] = {"search": Counter(), "baseline": Counter()}
+    for r in records:
+        if r["kind"] == "charge":
+            charged[r["sampler"]].update(r["keys"])
+    answers = {r["key"]: r for r in records if r["kind"] == "forecast"}
+    every = set(charged["search"]) | set(charged["baseline"])
+    twice = sum(n > 1 for c in charged.values() for n in c.values())
+    titles = {r["title"] for r in answers.values()}
+    failed = sum(r["prob"] is None for r in answers.values())
+    print(
+        f"attack (budget {budget}, {args.fault_rate:.0%} faults, {kills} kill -9 + resume, {sessions} sessions): "
+        f"charged_search={len(charged['search'])}/{budget} charged_baseline={len(charged['baseline'])}/{budget} "
+        f"answered={len(answers)} charged{'==' if every == set(answers) else '!='}answered "
+        f"asked={len(asked)} charged_twice={twice} asked_not_charged={len(asked - titles)} failed={failed} "
+        f"found_above_threshold={summary['found_above_threshold']} wall_s={wall:.1f} load={os.getloadavg()[0]:.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=2000)
@@ -98,7 +171,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each; the fastest counts (a shared machine)")
     parser.add_argument("--batch-fallback", default="batch", help="batch mode: where retries go (batch or direct)")
+    parser.add_argument("--attack-budget", type=int, default=120, help="the attack row's --budget")
+    parser.add_argument("--smoke", action="store_true", help="small sizes: every row in seconds (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.questions, args.repeat = min(args.questions, 200), 1
     rates = dict.fromkeys(FAULT_KINDS, args.fault_rate / len(FAULT_KINDS))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -143,7 +220,7 @@ def main() -> None:
         f"transcript_tokens={b['transcript_tokens']} billed_tokens={b['billed_tokens']} run_tokens={b['run_tokens']} "
         f"transcript_tokens{'==' if same else '!='}billed_tokens"
     )
-
+    attack_row(args)
     inspect_row(args)
 
 
@@ -153,8 +230,8 @@ def inspect_row(args) -> None:
 
     Prints ``inspect: samples=… scored=… lost=<samples without a score> duplicated=<questions whose answer
     the log records from two calls> … replies=<answers the server sent; beyond one per question, answers the
-    client had given up on> metrics_equal=<the faulty run's metrics are the fault-free run's>``. ``--smoke``
-    (when the script has it): 1 tuple per check instead of 12, and a shorter attempt timeout.
+    client had given up on> metrics_equal=<the faulty run's metrics are the fault-free run's>``. ``--smoke``:
+    1 tuple per check instead of 12, and a shorter attempt timeout.
     """
     try:
         from inspect_ai import eval as inspect_eval
@@ -163,7 +240,7 @@ def inspect_row(args) -> None:
         return
     from consistency.testing import Reply
 
-    smoke = getattr(args, "smoke", False)
+    smoke = args.smoke
     limit = 1 if smoke else 12
     rates = dict.fromkeys(FAULT_KINDS, args.fault_rate / len(FAULT_KINDS))
     attempt_timeout = 2 if smoke else max(2, round(4 * args.timeout))  # whole seconds; hangs outlast it

@@ -74,8 +74,16 @@ class Forecast(BaseModel):
     @classmethod
     def _in_unit_interval(cls, value: float) -> float:
         if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-            raise ValueError(f"probability must be a number in [0, 1], got {value!r}")
+            raise ValueError(probability_problem(value))
         return value
+
+
+def probability_problem(value: float) -> str:
+    """Why ``value`` is not a probability, in one sentence (a value in (1, 100] is likely a percentage)."""
+    text = f"probability must be within [0, 1], got {value:g}"
+    if math.isfinite(value) and 1.0 < value <= 100.0:
+        text += f" (if that is a percentage, give {value / 100:g})"
+    return text
 
 
 class ForecastEntry(BaseModel):

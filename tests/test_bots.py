@@ -234,7 +234,8 @@ def test_without_the_extra_ft_says_which_extra_to_install(tmp_path):
     assert said.startswith("2 "), done.stdout + done.stderr
     assert (
         "ft: forecasters need forecasting-tools" in said
-        and "install the 'bots' extra: pip install -e \".[bots]\"" in said
+        and "install the 'bots' extra: pip install \"forecast-consistency[bots]\"" in said
+        and '(in a clone: pip install -e ".[bots]")' in said
     )
 
 
@@ -259,3 +260,96 @@ def test_a_run_stopped_by_a_failing_bot_resumes_once_the_bot_is_fixed(tmp_path, 
     assert summary["questions"]["failed"] == 0 and json.loads((run / "run.json").read_text())["status"] == "complete"
     line = lines(run / "NegChecker.jsonl")[0]["line"]["P"]
     assert line["forecast"]["prob"] == probability_for(line["question"]["title"])
+
+
+_BLOCKING = """
+import asyncio, os, sys, time
+sys.path.insert(0, {bots!r})
+from scripted_bot import ScriptedBot
+
+RELEASE = {release!r}
+
+
+class SlowBot(ScriptedBot):
+    async def _run_forecast_on_binary(self, question, research):
+        if "resolve NO" in question.question_text:  # the negations take long (until the test releases them)
+            deadline = time.monotonic() + 30
+            while not os.path.exists(RELEASE) and time.monotonic() < deadline:
+                {wait}
+        return await super()._run_forecast_on_binary(question, research)
+"""
+
+
+@pytest.mark.parametrize("wait", ["time.sleep(0.05)", "await asyncio.sleep(0.05)"], ids=["blocking", "async"])
+def test_a_slow_bot_fails_only_its_slow_questions_even_when_it_blocks_its_event_loop(wait, tmp_path, server):
+    release = tmp_path / "release"
+    bot = tmp_path / "slow.py"
+    bot.write_text(_BLOCKING.format(bots=str(BOT.parent), release=str(release), wait=wait))
+    try:
+        res, run = evaluate("-f", f"ft:{bot}::SlowBot", "-F", NO_SUMMARY, "--forecast-timeout", "15")
+    finally:
+        release.touch()  # the blocked bot threads finish (their answers are discarded)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((run / "summary.json").read_text())
+    failed = {f["title"] for f in summary["failures"]}
+    researched = [r.last_user_text for r in server.requests if r.last_user_text.startswith("Find the news")]
+    slow = {m.group(1) for text in researched if (m := _QUESTION.search(text)) and "resolve NO" in m.group(1)}
+    assert slow and failed == slow  # the slow questions time out, and only they
+    assert all(f["error"] == "timed out after 15 s" for f in summary["failures"])
+    assert summary["questions"]["answered"] == summary["questions"]["total"] - len(slow) > 0
+
+
+def test_a_mistyped_bot_file_is_refused_before_the_library_is_imported(tmp_path):
+    (tmp_path / "mine.py").write_text("from forecasting_tools import ForecastBot\n\nclass MyBot(ForecastBot): ...\n")
+    (tmp_path / "broken.py").write_text("class (:\n")
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from consistency.cli import app\n"
+        "for spec in sys.argv[1:]:\n"
+        "    res = CliRunner().invoke(app, ['evaluate', '-f', spec, '-n', '1', '-o', 'x'])\n"
+        "    print(res.exit_code, ' '.join(res.output.split()))\n"
+        "print('imported' if 'forecasting_tools' in sys.modules else 'not imported')\n"
+    )
+    specs = ["ft:nosuch.py::MyBot", "ft:mine.py::OtherBot", "ft:broken.py::MyBot"]
+    done = subprocess.run([sys.executable, "-c", code, *specs], capture_output=True, text=True, cwd=tmp_path)
+    said = done.stdout.splitlines()
+    assert said[0] == "2 error nosuch.py: no such file", done.stdout + done.stderr
+    assert said[1] == "2 error mine.py has no bot 'OtherBot' (its classes: MyBot)"
+    assert said[2].startswith("2 error broken.py: not valid Python (invalid syntax")
+    assert said[3] == "not imported"  # the library (seconds to import) was never needed to say so
+
+
+def test_a_bot_file_imports_the_modules_beside_it(tmp_path, server):
+    folder = tmp_path / "mybots"
+    folder.mkdir()
+    (folder / "sibling_base.py").write_text(BOT.read_text())  # a module beside the bot, not installed
+    code = "from sibling_base import ScriptedBot\n\nclass SiblingBot(ScriptedBot): pass\n"
+    (folder / "sibling_bot.py").write_text(code)
+    res, run = evaluate("-f", f"ft:{folder / 'sibling_bot.py'}::SiblingBot", "-F", NO_SUMMARY)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["questions"]["failed"] == 0 and summary["questions"]["answered"] > 0
+
+
+def test_a_bots_own_class_level_limiter_holds_across_the_threads_its_questions_run_on(tmp_path, monkeypatch):
+    bot = tmp_path / "limited.py"
+    bot.write_text(
+        f"import asyncio, sys\nsys.path.insert(0, {str(BOT.parent)!r})\n"
+        "from scripted_bot import ScriptedBot\n\n"
+        "class LimitedBot(ScriptedBot):\n"
+        "    _limiter = asyncio.Semaphore(2)  # at class level, as the template bots keep theirs\n\n"
+        "    async def run_research(self, question):\n"
+        "        async with self._limiter:\n"
+        "            return await super().run_research(question)\n\n"
+        "    async def _run_forecast_on_binary(self, question, research):\n"
+        "        async with self._limiter:\n"
+        "            return await super()._run_forecast_on_binary(question, research)\n"
+    )
+    with ScriptedServer(percent_rule(), latency=0.05) as srv:
+        monkeypatch.setenv("BOT_BASE_URL", srv.base_url)
+        res, run = evaluate("-f", f"ft:{bot}::LimitedBot", "-F", NO_SUMMARY, "--concurrency", "8")
+        assert res.exit_code == 0, res.output
+        assert 1 <= srv.max_in_flight <= 2
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["questions"]["failed"] == 0

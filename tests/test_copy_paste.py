@@ -28,7 +28,7 @@ def test_help_shows_no_type_after_flags(tmp_path):
     for argv in (["--help"], ["evaluate", "--help"], ["checks", "--help"], ["generate", "--help"]):
         text = cc(*argv, cwd=tmp_path).stdout
         assert "<bool>" not in text, argv
-    assert "<int>" in cc("evaluate", "--help", cwd=tmp_path).stdout  # options that take a value keep their type
+    assert "<int range> [x>=1]" in cc("evaluate", "--help", cwd=tmp_path).stdout  # a value option keeps its type
 
 
 def test_checks_json_lists_every_short_name_the_table_shows(tmp_path):

@@ -222,8 +222,8 @@ def test_cli_reports_bad_input_clearly(tmp_path):
     assert any(e["line"] == 2 for e in summary["errors"])
     res = runner.invoke(app, ["evaluate", "-f", "constant", "-F", "p=2", "-o", "o2"])
     assert res.exit_code == 2 and "p must be a probability" in res.output
-    res = runner.invoke(app, ["evaluate", "-f", "constant", "-o", "o1"])
-    assert res.exit_code == 2 and "--resume" in res.output
+    res = runner.invoke(app, ["evaluate", "-f", "constant", "-o", "o1"])  # o1 is complete: nothing to resume
+    assert res.exit_code == 2 and "already holds a complete run" in res.output and "--resume" not in res.output
 
 
 def test_ctrl_c_leaves_a_valid_interrupted_run_that_resumes(tmp_path):

@@ -2,9 +2,9 @@
 
 inspect namespaces our tasks only when it recognises the install, and its test for an editable install
 reads the distribution metadata found first on ``sys.path``. ``python -c`` (like ``python -m pytest``)
-puts the working directory first: from a clone's root that is the ``consistency.egg-info`` setuptools
-leaves there, which records no editable install, so the tasks registered as a bare ``negation`` and
-every in-process ``inspect_ai.eval("consistency/negation")`` failed with "No inspect tasks were found".
+puts the working directory first: from a clone's root that is the ``.egg-info`` setuptools leaves there,
+which records no editable install, so the tasks registered as a bare ``negation`` and every in-process
+``inspect_ai.eval("consistency/negation")`` failed with "No inspect tasks were found".
 """
 
 from __future__ import annotations
@@ -58,13 +58,15 @@ def test_tasks_resolve_from_any_working_directory(tmp_path, venv, where):
     if where != "clone root":
         cwd.mkdir()
     if where == "beside stale metadata":
-        # What setuptools leaves in a clone (checked here whatever built this install): metadata named
-        # like the import package, without the record of an editable install, first on sys.path.
-        meta = cwd / "consistency.egg-info"
-        meta.mkdir()
-        (meta / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: consistency\nVersion: 0.0.0\n", encoding="utf-8")
-        entry = "[inspect_ai]\nconsistency = consistency.integrations.inspect._registry\n"  # as pyproject.toml says
-        (meta / "entry_points.txt").write_text(entry, encoding="utf-8")
+        # What setuptools leaves in a clone (checked here whatever built this install), under the
+        # distribution's name and under the import package's (a clone from before the rename): metadata
+        # without the record of an editable install, first on sys.path.
+        for name in ("forecast-consistency", "consistency"):
+            meta = cwd / f"{name.replace('-', '_')}.egg-info"
+            meta.mkdir()
+            (meta / "PKG-INFO").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.0\n", encoding="utf-8")
+            entry = "[inspect_ai]\nconsistency = consistency.integrations.inspect._registry\n"  # pyproject.toml's
+            (meta / "entry_points.txt").write_text(entry, encoding="utf-8")
     code = f"LOGS = {str(tmp_path / 'logs')!r}\n" + EVAL
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
     result = subprocess.run([str(python), "-c", code], cwd=cwd, capture_output=True, text=True, timeout=300, env=env)

@@ -170,7 +170,8 @@ def write_outputs(search: Search, out: Path, summary: dict[str, Any]) -> list[Ev
     with atomic_write(out / "search_log.jsonl") as fh:
         for e in search.evaluated:
             fh.write(dump_line(_log_line(e, id(e) in kept)))
-    (out / "report.md").write_text(render_markdown(summary), encoding="utf-8")
+    with atomic_write(out / "report.md") as fh:
+        fh.write(render_markdown(summary))
     return found
 
 
@@ -208,6 +209,7 @@ def render_markdown(s: dict[str, Any]) -> str:
     ]
     if g is not None:
         lines.append(f"Generator model calls: {g['calls']} ({g['cache_hits']} cache hits, ${g['cost']:.4f}).")
+    lines += [f"Seeds: {note}." for note in s.get("seeds_skipped") or ()]
     lines.append("")
     n_returned = sum(row["found"]["n"] for row in s["per_check"].values())
     if not s["found_above_threshold"]:

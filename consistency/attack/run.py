@@ -9,18 +9,19 @@ The directory holds ``tuples/`` (the most violated tuples: a tuples directory fo
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checks import Check, all_checks, chain_fields, get_check
+from ..checks import Check, all_checks, get_check
 from ..checks.logic import Var
 from ..datasets import benchmark_dir
 from ..files import FileKind, detect, validate_lines
 from ..forecasters import Forecaster, load_forecaster
 from ..generate import TemplateInstantiator, instantiate_all
-from ..generate.chains import fits_horizon
 from ..jsonl import read_jsonl, write_json
 from ..llm import LLM, LLMSettings
 from ..llm.secrets import redact
@@ -30,9 +31,11 @@ from ..paths import new_run_dir
 from .families import Family, bases_of, default_families
 from .report import summarize, write_outputs
 from .search import Evaluated, Search, SearchOptions
-from .store import CONFIG, JOURNAL, Journal, read_config
+from .store import CONFIG, GENERATOR_TRANSCRIPT, JOURNAL, TRANSCRIPT, Journal, read_config, stale_temp
 
 SEEDS_PER_CHECK = 24
+#: What an attack writes at its directory's top level (tuples/ and forecasts/ are replaced file by file).
+WRITTEN = (CONFIG, JOURNAL, TRANSCRIPT, GENERATOR_TRANSCRIPT, "search_log.jsonl", "report.md")
 
 
 class AttackError(ValueError):
@@ -88,21 +91,25 @@ def load_pool(path: str | Path) -> list[ForecastingQuestion]:
     return pool
 
 
-def _setup(checks, questions, tuples) -> tuple[list[Check], list[ForecastingQuestion], dict[str, list[dict[str, Any]]]]:
-    chosen = [get_check(c) for c in checks] if checks else list(all_checks())
+def _setup(
+    chosen: list[Check], questions: str | Path | None, tuples: str | Path | None
+) -> tuple[list[ForecastingQuestion], dict[str, list[dict[str, Any]]], list[str]]:
+    """The pool of base questions and the seed tuples per check (the seeding phase: no forecast yet), and
+    what was skipped building the seeds."""
     pool = load_pool(questions) if questions else []
+    notes: list[str] = []
     if tuples is not None or not questions:
         seeds = load_seeds(tuples, chosen)
-    else:  # questions only: the seeds are template tuples over them
+    else:  # questions only: the seeds are template tuples over them (a chain only from a deadline it can move)
         seeds = {}
         for check in chosen:
-            # a chain starts from a question whose deadline the template can move
-            usable = [q for q in pool if fits_horizon(q)] if chain_fields(check) else pool
             try:
-                made = asyncio.run(instantiate_all(TemplateInstantiator(), check, usable, SEEDS_PER_CHECK))
-            except ValueError:
-                continue  # too few questions for this check's bases
-            seeds[check.name] = made
+                made = asyncio.run(instantiate_all(TemplateInstantiator(), check, pool, SEEDS_PER_CHECK))
+            except ValueError as exc:  # too few (usable) questions for this check's bases
+                notes.append(f"{check.name}: no seed tuples: {exc}")
+                continue
+            notes += [made.note(check)] if made.skipped else []
+            seeds[check.name] = made.tuples
     if tuples is None and not questions:
         pool = load_pool(benchmark_dir() / "questions.jsonl")
     known = {q.id for q in pool}
@@ -114,7 +121,7 @@ def _setup(checks, questions, tuples) -> tuple[list[Check], list[ForecastingQues
                     known.add(q.id)
     if not any(seeds.values()):
         raise AttackError("no seed tuples for the chosen checks: give --tuples, or --questions to build them from")
-    return chosen, pool, seeds
+    return pool, seeds, notes
 
 
 def attack(
@@ -148,7 +155,7 @@ def attack(
         )
     options = options or SearchOptions()
     options.budget = budget
-    chosen, pool, seeds = _setup(checks, questions, tuples)
+    chosen = [get_check(c) for c in checks] if checks else list(all_checks())
     loaded = load_forecaster(forecaster, forecaster_options)
     spec = forecaster if isinstance(forecaster, str) else type(forecaster).__name__
     target = Path(out) if out is not None else new_run_dir(f"attack_{loaded.label}", root="attacks")
@@ -166,40 +173,116 @@ def attack(
         },
         "parameters": options.params.model_dump(),
     }
-    _claim(target, config, resume)
+    # Claimed (attack.json written, journal locked) before seeding, so a kill at any later point leaves an
+    # attack that --resume finishes; a seeding error in a new attack takes the claim back.
+    created = _claim(target, config, budget, resume)
+    journal = _open_journal(target, created)
+    if not created:  # this process owns the attack now (the journal's lock): it is running again
+        write_json(target / CONFIG, {**(read_config(target) or {}), "status": "running", "budget": budget})
+    try:
+        pool, seeds, notes = _setup(chosen, questions, tuples)
+    except BaseException:
+        journal.close()
+        if created:
+            _unclaim(target)
+        raise
     families = list(families) if families is not None else default_families(chosen, generator is not None)
-    result = asyncio.run(
-        _run(loaded, families, chosen, pool, seeds, target, options, llm, generator, baseline, on_round)
+    return asyncio.run(
+        _run(loaded, families, chosen, pool, seeds, target, journal, options, llm, generator, baseline, on_round, notes)
     )
-    return result
 
 
-def _claim(target: Path, config: dict[str, Any], resume: bool) -> None:
+def check_out(target: Path) -> None:
+    """Refuse an ``--out`` that cannot be an attack directory, in one sentence. A symbolic link to a
+    directory is followed (the attack is written where it points); a dangling one is refused."""
+    if target.is_symlink() and not target.exists():
+        raise AttackError(
+            f"{target} is a symbolic link to {os.readlink(target)}, which does not exist; choose another --out"
+        )
+    if target.exists() and not target.is_dir():
+        raise AttackError(f"{target} is a file, not a directory; choose another --out")
+
+
+def _claim(target: Path, config: dict[str, Any], budget: int, resume: bool) -> bool:
+    """Make ``target`` this attack's directory, or check it is this attack's; True when it is new.
+
+    A directory is only ever written by the attack it holds: anything else there (an evaluate run, an
+    attack of another target) is refused rather than appended to."""
+    check_out(target)
     recorded = read_config(target)
     if recorded is None:
+        leftovers = sorted(p.name for p in target.iterdir() if not stale_temp(p)) if target.is_dir() else []
+        if leftovers:
+            raise AttackError(
+                f"{target} is not empty and holds no attack ({CONFIG} is missing, found {leftovers[0]}); "
+                "choose an empty or new --out"
+            )
         if resume:
-            raise AttackError(f"{target}: no attack to resume ({CONFIG} is missing)")
-        if (target / JOURNAL).exists():
-            raise AttackError(f"{target}: holds a journal but no {CONFIG}; use another --out")
-        target.mkdir(parents=True, exist_ok=True)
-        write_json(target / CONFIG, {**config, "status": "running"})
-        return
+            raise AttackError(f"{target}: no attack to resume (nothing was started there); run without --resume")
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AttackError(f"{target}: cannot create the attack directory ({exc.strerror or exc})") from None
+        write_json(target / CONFIG, {**config, "status": "running", "budget": budget})
+        return True
+    same_target = all(recorded.get(k) == config[k] for k in ("forecaster", "forecaster_spec", "forecaster_options"))
+    if not same_target:
+        raise AttackError(
+            f"{target} holds an attack of another target ({recorded.get('forecaster_spec')!r}, now "
+            f"{config['forecaster_spec']!r}); choose another --out"
+        )
     if not resume:
         raise AttackError(f"{target} already holds an attack: pass --resume to continue it, or choose another --out")
+    for name in WRITTEN:  # appended to or replaced: only ever inside the attack directory
+        if (target / name).is_symlink():
+            raise AttackError(
+                f"{target / name} is a symbolic link; an attack writes only inside its directory, so replace it "
+                "with the file itself"
+            )
     for name, value in config.items():
         if recorded.get(name) != value:
             raise AttackError(
                 f"{target}: {name} differs from what the attack recorded ({recorded.get(name)!r}, now {value!r}); "
                 "a resume continues an attack as it began (only --budget may change)"
             )
+    before = recorded.get("budget")
+    if isinstance(before, int) and not isinstance(before, bool) and budget < before:
+        raise AttackError(
+            f"{target}: --budget {budget} is below the {before} this attack was run with; a resume replays or "
+            f"extends a search, so give --budget {before} or more"
+        )
+    return False
 
 
-async def _run(forecaster, families, checks, pool, seeds, target, options, settings, generator, baseline, on_round):
-    journal = Journal.open(target)
+def _open_journal(target: Path, created: bool) -> Journal:
+    """The journal, locked for this process; then the temporary files a killed writer left are removed."""
+    try:
+        journal = Journal.open(target)
+    except BaseException:
+        if created:
+            _unclaim(target)
+        raise
+    for path in target.rglob(".*.tmp"):
+        if stale_temp(path):
+            path.unlink(missing_ok=True)
+    return journal
+
+
+def _unclaim(target: Path) -> None:
+    """Take back the claim of a new attack that could not start (its seeds did not load)."""
+    for name in (CONFIG, JOURNAL):
+        (target / name).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        target.rmdir()  # only if nothing else is there
+
+
+async def _run(
+    forecaster, families, checks, pool, seeds, target, journal, options, settings, generator, baseline, on_round, notes
+):
     settings = settings or LLMSettings()
     try:
-        async with LLM(settings, transcript=target / "llm_calls.jsonl") as target_llm:
-            gen_llm = LLM(settings, transcript=target / "generator_calls.jsonl") if generator else None
+        async with LLM(settings, transcript=target / TRANSCRIPT) as target_llm:
+            gen_llm = LLM(settings, transcript=target / GENERATOR_TRANSCRIPT) if generator else None
             forecaster.attach(target_llm)
             try:
                 search = Search(
@@ -214,6 +297,7 @@ async def _run(forecaster, families, checks, pool, seeds, target, options, setti
                 if gen_llm is not None:
                     await gen_llm.aclose()
         summary = summarize(search, target_llm.stats, gen_llm.stats if gen_llm else None, baseline)
+        summary["seeds_skipped"] = notes
         found = write_outputs(search, target, summary)
     finally:
         journal.close()

@@ -175,7 +175,10 @@ class Search:
     # ------------------------------------------------------------------ the search
     async def run(self) -> None:
         await self._embed()
-        while self.used("search") < self.options.budget:
+        # The loop measures this session's own path, not the journal's charges: a resumed search first
+        # replays the steps the journal already paid for (answers read back), then goes on; _fits keeps
+        # the hard cap over both.
+        while len(self.spent["search"]) < self.options.budget:
             batch = await self._choose()
             if not batch:
                 break

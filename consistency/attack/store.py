@@ -21,6 +21,8 @@ from ..models import ForecastingQuestion
 
 JOURNAL = "journal.jsonl"
 CONFIG = "attack.json"
+TRANSCRIPT = "llm_calls.jsonl"  # the target's model calls
+GENERATOR_TRANSCRIPT = "generator_calls.jsonl"
 
 
 def question_key(q: ForecastingQuestion) -> str:
@@ -93,6 +95,14 @@ def read_config(directory: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:
         raise ValueError(f"{path}: not readable as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: holds a JSON {type(data).__name__}, not an attack's settings (an object)")
+    return data
+
+
+def stale_temp(path: Path) -> bool:
+    """A temporary file an atomic write leaves behind when its process is killed (``.NAME.XXXXXXXX.tmp``)."""
+    return path.name.startswith(".") and path.name.endswith(".tmp") and path.is_file()

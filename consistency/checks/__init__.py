@@ -1,7 +1,8 @@
 """Consistency checks: declarations, and a registry that resolves the paper's names to them.
 
 ``get_check`` accepts the paper's check name (``COND``), its class name (``CondChecker``) or
-a short name (``cond``), case-insensitively. ``register`` adds a check of your own. Longer MONOTONE
+a short name (``cond``), case-insensitively. ``register`` adds a check of your own. COMBINATION
+(ForecastBench's two-question combinations) is found by name but is not in :func:`all_checks`. Longer MONOTONE
 chains (``MONOTONE4``, ``mono5`` ...) are declared and registered the first time they are named.
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 
 from .builtin import BUILTIN_CHECKS, PAPER_CHECKS
 from .check import BINARY, CONDITIONAL, Check, CheckDeclarationError
+from .combination import COMBINATION
 from .condition import ConditionError, Constraint
 from .logic import Formula, parse
 from .monotone import MONOTONE, chain_fields, chain_from_name, monotone_check
@@ -18,6 +20,7 @@ from .monotone import MONOTONE, chain_fields, chain_from_name, monotone_check
 __all__ = [
     "BINARY",
     "BUILTIN_CHECKS",
+    "COMBINATION",
     "CONDITIONAL",
     "MONOTONE",
     "PAPER_CHECKS",
@@ -55,13 +58,18 @@ def _keys(check: Check) -> Iterable[str]:
     yield from check.aliases
 
 
-def register(check: Check, *, replace: bool = False) -> Check:
-    """Make ``check`` available by name to the library and the CLI."""
+def register(check: Check, *, replace: bool = False, listed: bool = True) -> Check:
+    """Make ``check`` available by name to the library and the CLI.
+
+    An unlisted check is found by its names but stays out of :func:`all_checks`, the default set of
+    commands that run "every check" (the bundled benchmark has no tuples of it).
+    """
     for key in _keys(check):
         owner = _NAMES.get(key.lower())
         if owner is not None and not replace and owner.declaration() != check.declaration():
             raise ValueError(f"name {key!r} already belongs to check {owner.name}")
-    _CHECKS[check.name] = check
+    if listed:
+        _CHECKS[check.name] = check
     for key in _keys(check):
         _NAMES[key.lower()] = check
     return check
@@ -99,7 +107,7 @@ def all_checks() -> list[Check]:
 def check_for_fields(fields: Iterable[str]) -> Check | None:
     """The registered check whose field names are exactly ``fields`` (ignoring ``metadata``)."""
     wanted = set(fields) - {"metadata"}
-    for check in _CHECKS.values():
+    for check in dict.fromkeys(_NAMES.values()):  # unlisted checks too (COMBINATION), in registration order
         if set(check.field_names) == wanted:
             return check
     return None
@@ -107,3 +115,4 @@ def check_for_fields(fields: Iterable[str]) -> Check | None:
 
 for _check in BUILTIN_CHECKS:
     register(_check)
+register(COMBINATION, listed=False)  # ForecastBench's combination questions: by name, not in the default set

@@ -10,6 +10,7 @@ import typer
 
 from ..llm import LLMSettings
 from .console import err, escape, out
+from .exits import ExitCode, interrupted_code, terminated
 from .llm_command import llm_settings_command
 
 
@@ -23,7 +24,7 @@ def attack_cmd(
         list[str] | None, typer.Option("--forecaster-option", "-F", help="Forecaster option key=value (repeatable).")
     ] = None,
     budget: Annotated[
-        int, typer.Option("--budget", "-b", help="Most forecasts of the target the search spends (a hard cap).")
+        int, typer.Option("--budget", "-b", min=1, help="Most forecasts of the target the search spends (a hard cap).")
     ] = 200,
     checks: Annotated[
         str | None, typer.Option("--checks", "-c", help="Comma-separated checks to search over (default: all).")
@@ -60,11 +61,14 @@ def attack_cmd(
         ),
     ] = True,
     width: Annotated[int, typer.Option(min=1, help="Tuples evaluated per round.")] = 8,
-    seed: Annotated[int, typer.Option(help="Seed of the seed-tuple order and the baseline sample.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the seed-tuple order and the baseline sample.")] = 0,
     verify_threshold: Annotated[
-        int, typer.Option("--verify-threshold", help="Verifier score (0-10) a tuple with model-written text needs.")
+        int,
+        typer.Option(
+            "--verify-threshold", min=0, max=10, help="Verifier score (0-10) a tuple with model-written text needs."
+        ),
     ] = 6,
-    concurrency: Annotated[int, typer.Option(help="Questions forecast at once.")] = 16,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions forecast at once.")] = 16,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of the report.")] = False,
     *,
     llm_settings: LLMSettings,
@@ -81,11 +85,16 @@ def attack_cmd(
         keep=keep, width=width, seed=seed, verify_threshold=verify_threshold, concurrency=concurrency
     )
 
+    from .progress import Progress
+
+    display = Progress(transient=True)
+    task = display.task("searching", total=budget, info="starting the search")
+
     def progress(search) -> None:
-        status.update(f"round {search.rounds}: {search.used('search')}/{budget} forecasts")
+        task.update(completed=search.used("search"), info=f"round {search.rounds}")
 
     try:
-        with err.status("starting the search") as status:
+        with display:
             result = attack(
                 forecaster,
                 budget=budget,
@@ -104,13 +113,14 @@ def attack_cmd(
     except FatalError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         err.print("what finished is journaled: fix the cause, then run the same command with --resume")
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/yellow]: finished forecasts are journaled; continue with --resume")
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.FAILED) from None
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see exits.install_sigterm)
+        what = "terminated" if terminated() else "interrupted"
+        err.print(f"[yellow]{what}[/yellow]: finished forecasts are journaled; run the same command with --resume")
+        raise typer.Exit(interrupted_code()) from None
     except (AttackError, ForecasterSpecError, UnknownCheckError, ValueError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise typer.Exit(ExitCode.USAGE) from None
     if as_json:
         out.print_json(json.dumps(result.summary))
     else:

@@ -44,11 +44,11 @@ def correlate(
         typer.Option(help="Comma-separated checks the aggregate averages over; forecasters lacking one are left out."),
     ] = None,
     max_brier: Annotated[
-        float, typer.Option(help="Leave out forecasters worse than this Brier (the paper: 0.25).")
+        float, typer.Option(min=0, max=1, help="Leave out forecasters worse than this Brier (the paper: 0.25).")
     ] = 0.25,
-    min_questions: Annotated[int, typer.Option(help="Leave out forecasters with fewer resolved questions.")] = 1,
+    min_questions: Annotated[int, typer.Option(min=1, help="Leave out forecasters with fewer resolved questions.")] = 1,
     duplicates: Duplicates = "error",
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples over forecasters.")] = 1000,
+    bootstrap: Annotated[int, typer.Option(min=1, help="Bootstrap resamples over forecasters.")] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Correlate each check's mean violation with the Brier score across forecasters."""

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from .bounds import above
 from .console import err, escape, fmt, out, print_skipped
 from .exits import ExitCode
 
@@ -19,17 +20,33 @@ def diff(
         bool,
         typer.Option(
             "--fail-if-worse",
-            help="Exit 1 when B is significantly worse than A: overall at --level, or a check at --level / checks.",
+            help="Exit 1 when B is significantly worse than A (overall at --level, or a check at --level / checks), "
+            "or when a check of A cannot be compared: B shares none of its tuples, or fewer than --min-shared.",
         ),
     ] = False,
-    level: Annotated[float, typer.Option("--level", help="Significance level of the tests and the intervals.")] = 0.05,
+    min_shared: Annotated[
+        int | None,
+        typer.Option(
+            "--min-shared",
+            min=1,
+            help="Tuples (or resolved questions) each check of A must share with B for --fail-if-worse to pass "
+            "(default: the fewest with which the test can find B worse at the check's level: 6 at 0.05).",
+            show_default=False,
+        ),
+    ] = None,
+    level: Annotated[
+        float,
+        typer.Option(
+            "--level", min=0, max=1, callback=above(0, 1), help="Significance level of the tests and the intervals."
+        ),
+    ] = 0.05,
     test: Annotated[str, typer.Option("--test", help="Paired test deciding 'worse': wilcoxon or sign.")] = "wilcoxon",
     metric: Annotated[
         str, typer.Option("--metric", help="Violation compared: default (arbitrage), default_scaled or frequentist.")
     ] = "default",
     top: Annotated[int, typer.Option("--top", "-n", min=0, help="Tuples that changed most, shown with answers.")] = 5,
-    bootstrap: Annotated[int, typer.Option(help="Paired bootstrap resamples for the intervals.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    bootstrap: Annotated[int, typer.Option(min=1, help="Paired bootstrap resamples for the intervals.")] = 1000,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
 ) -> None:
     """Compare two runs on the tuples (or resolved questions) both scored: mean violation (or Brier score) of
@@ -37,20 +54,33 @@ def diff(
     from ..metrics.run_diff import diff_runs
 
     try:
-        result = diff_runs(run_a, run_b, metric=metric, resamples=bootstrap, seed=seed, level=level, test=test, top=top)
-    except (ValueError, OSError) as exc:
+        result = diff_runs(
+            run_a,
+            run_b,
+            metric=metric,
+            resamples=bootstrap,
+            seed=seed,
+            level=level,
+            test=test,
+            top=top,
+            min_shared=min_shared,
+        )
+    except (ValueError, OSError) as exc:  # InputError (bad run.json, not a run) is a ValueError
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from None
-    worse = result.worse()
+    worse, uncompared = result.worse(), result.not_comparable()
     if as_json:
         out.print_json(json.dumps(result.to_dict()))
     else:
         _print(result)
     for run in (result.a, result.b):
         print_skipped(run.skipped, None, f"line(s) of {run.path} skipped")
+    label = "[red]not comparable[/red]" if fail_if_worse else "[yellow]note[/yellow]: too few to test"
+    for sentence in uncompared:
+        err.print(f"{label}: {escape(sentence)}")
     if worse:
         err.print(f"[red]worse[/red]: B is significantly worse than A on {', '.join(worse)}")
-    if fail_if_worse and worse:
+    if fail_if_worse and result.failures():
         raise typer.Exit(ExitCode.FAILED)
 
 

@@ -7,10 +7,20 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..evaluation import EvaluationResult, RunDir, RunDirError, RunOptions, Tally, evaluate, resume
+from ..evaluation import (
+    EvaluationResult,
+    RunDir,
+    RunDirError,
+    RunOptions,
+    estimate,
+    estimate_questions,
+    estimate_resume,
+    evaluate,
+    resume,
+)
 from ..evaluation.ground_truth import evaluate_questions, resume_questions
+from ..evaluation.reading import how_to_read
 from ..evaluation.sessions import this_session
 from ..files import DetectionError
 from ..forecasters import ForecasterSpecError, load_forecaster
@@ -19,60 +29,13 @@ from ..llm import LLMSettings
 from ..llm.fatal import FatalError
 from ..llm.secrets import redact
 from ..metrics.forecast_files import ScoreParams
+from .bounds import positive
 from .console import err, escape, fmt, out, print_skipped
+from .cost_view import print_estimate, stopped_at_cap
 from .exits import ExitCode, interrupted_code, terminated
 from .llm_command import llm_settings_command
+from .progress import RunBar
 from .score_cmd import render_table
-
-
-class _Bar:
-    """A rich progress bar fed by the evaluation's callbacks: done / failed / cached / cost so far."""
-
-    def __init__(self) -> None:
-        self.tally = Tally()
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[info]}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=False,
-        )
-        self.task: Any = None
-        self.batches: Any = None
-
-    def start(self, tally: Tally) -> None:
-        self.tally = tally
-        self.progress.start()
-        self.task = self.progress.add_task("forecasting", total=tally.total, completed=tally.done, info=self._info())
-
-    def record(self, record: dict[str, Any]) -> None:
-        ok = record.get("forecast") is not None
-        self.tally.done += ok
-        self.tally.failed += not ok
-        self.tally.cached += bool(record.get("calls")) and record.get("cache_hits") == record.get("calls")
-        self.tally.cost += record.get("cost") or 0.0
-        self.progress.update(self.task, completed=self.tally.done + self.tally.failed, info=self._info())
-
-    def batch(self, progress: Any) -> None:
-        """Batch mode: a second line with the batches' state (called whenever a batch changes)."""
-        p = progress
-        info = (
-            f"{p.batches} submitted ({p.requests} requests)  in progress {p.in_progress}  "
-            f"answered {p.completed}  failed {p.failed}  expected ${p.expected_cost:.4f}"
-        )
-        if self.batches is None:
-            self.batches = self.progress.add_task("batches", total=None, info=info)
-        self.progress.update(self.batches, info=info)
-
-    def _info(self) -> str:
-        t = self.tally
-        return f"failed {t.failed}  cached {t.cached}  ${t.cost:.4f}"
-
-    def stop(self) -> None:
-        if self.task is not None:  # never started (an error before the run): nothing to close
-            self.progress.stop()
 
 
 @llm_settings_command
@@ -82,8 +45,9 @@ def evaluate_cmd(
         typer.Option(
             "--forecaster",
             "-f",
-            help="basic, cot, constant, uniform, crowd, replay; a model (local, gpt-4o, openai/NAME, "
-            "openrouter/VENDOR/NAME, URL::NAME: the basic forecaster with it); name:model (cot:gpt-4o); "
+            help="basic, cot, logprob, constant, uniform, crowd, replay; a model (gpt-4o, openai/NAME, "
+            "openrouter/VENDOR/NAME, URL::NAME: the basic forecaster with it; local: the bundled model, "
+            "logprob:local); name:model (cot:gpt-4o, logprob:gpt-4o-mini, basic:local); "
             "arbitrage:SPEC (SPEC arbitraged, -F checks=neg,cond); file.py::Class or package.module:Class; "
             "a forecasting-tools bot: ft:bot.py::MyBot, ft:package.module:MyBot, ft:TemplateBot.",
         ),
@@ -101,8 +65,10 @@ def evaluate_cmd(
     checks: Annotated[
         str | None, typer.Option("--checks", "-c", help="Comma-separated checks to run, e.g. cond,neg (default: all).")
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="At most N tuples per check (sampled).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the --limit sample.")] = 0,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", min=1, help="At most N tuples per check (sampled).")
+    ] = None,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the --limit sample.")] = 0,
     questions: Annotated[
         Path | None,
         typer.Option("--questions", "-q", help="Resolved questions: score against outcomes (Brier, log score)."),
@@ -113,17 +79,25 @@ def evaluate_cmd(
     resume_dir: Annotated[
         Path | None, typer.Option("--resume", help="Finish an interrupted run directory without re-asking.")
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="Questions forecast at once.")] = 32,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions forecast at once.")] = 32,
     forecast_timeout: Annotated[
-        float, typer.Option("--forecast-timeout", help="Seconds per question before it is recorded as failed.")
+        float,
+        typer.Option(
+            "--forecast-timeout", min=0, callback=positive, help="Seconds per question before it is recorded as failed."
+        ),
     ] = 300.0,
-    epsilon: Annotated[float, typer.Option(help="Forecasts of exactly 0 or 1 become ε / 1-ε for arbitrage.")] = 1e-3,
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% interval of each mean.")] = 1000,
+    epsilon: Annotated[
+        float, typer.Option(min=0, max=0.5, help="Forecasts of exactly 0 or 1 become ε / 1-ε for arbitrage.")
+    ] = 1e-3,
+    bootstrap: Annotated[
+        int, typer.Option(min=0, help="Bootstrap resamples for the 95% interval of each mean (0: none).")
+    ] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
     fail_on_error: Annotated[
         float | None,
         typer.Option(
             "--fail-on-error",
+            min=0,
             help="Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0).",
         ),
     ] = None,
@@ -131,21 +105,49 @@ def evaluate_cmd(
         float | None,
         typer.Option(
             "--max-violation",
+            min=0,
             help="Exit 1 (after writing the run) when the mean arbitrage violation over checks is above this.",
         ),
     ] = None,
     check_level: Annotated[
         bool, typer.Option("--check-level", help="With --max-violation: hold every check to the limit, not the mean.")
     ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the model calls, prompt and completion tokens and dollars the run would cost; "
+            "call no model, write no run directory.",
+        ),
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost",
+            min=0,
+            help="Stop the run once its recorded spend reaches this many USD (status interrupted, exit 3); "
+            "resume with a higher --max-cost to go on.",
+        ),
+    ] = None,
     *,
     llm_settings: LLMSettings,
 ) -> None:
     """Forecast every question of a consistency benchmark once, score every tuple, write a run directory."""
-    bar = _Bar()
+    from ..metrics.gates import LimitError, checked_limit
+
+    try:  # a gate that could never fail (NaN, inf, negative) is refused before any question is asked
+        for flag, gate_limit in (("--max-violation", max_violation), ("--fail-on-error", fail_on_error)):
+            if gate_limit is not None:
+                checked_limit(flag, gate_limit)
+    except LimitError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(ExitCode.USAGE) from None
+    bar = RunBar()
     options = RunOptions(
         concurrency=concurrency,
         timeout=forecast_timeout,
         llm=llm_settings,
+        max_cost=max_cost,
         on_start=bar.start,
         on_record=bar.record,
         on_batch=bar.batch,
@@ -172,8 +174,36 @@ def evaluate_cmd(
             again = None  # a spec with a key in its URL was stored scrubbed: the user gives it again
             if redact(forecaster) != forecaster and redact(forecaster) == recorded.get("forecaster_spec"):
                 again = load_forecaster(forecaster, recorded.get("forecaster_options"))
+            if dry_run:
+                print_estimate(
+                    estimate_resume(resume_dir, forecaster=again, options=options), as_json, options.max_cost
+                )
+                return
             finish = resume_questions if recorded.get("kind") == "ground_truth" else resume
             result = finish(resume_dir, forecaster=again, options=options)
+        elif dry_run:
+            forecaster_options = _options(forecaster_option)
+            if questions is not None:
+                found = estimate_questions(
+                    forecaster,
+                    questions,
+                    limit=limit,
+                    seed=seed,
+                    forecaster_options=forecaster_options,
+                    options=options,
+                )
+            else:
+                found = estimate(
+                    forecaster,
+                    tuples=tuples,
+                    checks=[c for c in checks.split(",") if c.strip()] if checks else None,
+                    limit=limit,
+                    seed=seed,
+                    forecaster_options=forecaster_options,
+                    options=options,
+                )
+            print_estimate(found, as_json, max_cost)
+            return
         elif questions is not None:
             result = evaluate_questions(
                 forecaster,
@@ -222,6 +252,8 @@ def evaluate_cmd(
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from None
     bar.stop()
+    if result.meta.get("stopped"):
+        stopped_at_cap(result)
     _print(result, as_json)
     failed, total = len(result.failures), result.meta.get("questions", 0)
     if fail_on_error is not None and too_many_failures(failed, total, fail_on_error):
@@ -261,6 +293,7 @@ _TUNABLE = {
     "max_attempts": ("llm.max_attempts", "--max-attempts"),
     "no_cache": ("llm.cache", "--no-cache"),
     "cost_limit": ("llm.cost_limit", "--cost-limit"),
+    "max_cost": ("max_cost", "--max-cost"),
     "batch": ("llm.batch", "--batch"),
     "batch_fallback": ("llm.batch_fallback", "--batch-fallback"),
     "batch_poll": ("llm.batch_poll", "--batch-poll"),
@@ -356,7 +389,7 @@ def _resume_options(meta: dict[str, Any], options: RunOptions, given: dict[str, 
             )
     kept = options_of(meta)
     llm = kept.llm.model_dump()
-    run = {"concurrency": kept.concurrency, "timeout": kept.timeout}
+    run = {"concurrency": kept.concurrency, "timeout": kept.timeout, "max_cost": kept.max_cost}
     for name, (field, flag) in _TUNABLE.items():
         if name not in explicit:
             continue
@@ -399,6 +432,9 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
         out.print_json((result.run_dir / "summary.json").read_text(encoding="utf-8"))
     else:
         out.print(render_table(result.report))
+    note = None if as_json else how_to_read(result.run_dir, meta)
+    if note:
+        out.print(note, markup=False, highlight=False)
     totals, session = meta.get("totals", {}), this_session(meta)
     part, count = "", len(meta.get("sessions") or [])
     if count > 1:

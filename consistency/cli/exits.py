@@ -13,6 +13,9 @@ class ExitCode(IntEnum):
     #: Bad input or options, refused before any work or run directory (unknown forecaster, check or option,
     #: unreadable file, a file with no usable line, questions with no resolution for a ground-truth run).
     USAGE = 2
+    #: The run's spending cap (``--max-cost``) was reached: no new call was made, the run directory is
+    #: ``interrupted`` and resumes with a higher cap.
+    SPENDING_CAP = 3
     #: Ctrl-C (SIGINT): what finished is saved and the resume command is printed (128 + 2).
     INTERRUPTED = 130
     #: SIGTERM (a job scheduler's stop, ``kill``): the same as Ctrl-C (128 + 15).
@@ -24,6 +27,7 @@ MEANINGS: dict[int, str] = {
     ExitCode.OK: "done (a run with some failed questions too: the retry command is printed)",
     ExitCode.FAILED: "nothing usable was produced, or an error no retry can fix stopped the command",
     ExitCode.USAGE: "bad input or options, refused before any work started",
+    ExitCode.SPENDING_CAP: "the spending cap (--max-cost) was reached; saved, resume with a higher cap",
     ExitCode.INTERRUPTED: "interrupted by Ctrl-C; what finished is saved, resume with the printed command",
     ExitCode.TERMINATED: "stopped by SIGTERM; saved and resumable like Ctrl-C",
 }

@@ -1,4 +1,5 @@
-"""``cc export inspect``: a ``cc`` run as an inspect log, for inspect's viewer (``inspect view``)."""
+"""``cc export inspect``: a ``cc`` run as an inspect log, for inspect's viewer (``inspect view``);
+``cc export forecastbench``: a run as a ForecastBench forecast set (:mod:`.fb_export_cmd`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import typer
 
 from .console import err, escape, fmt, out, pct
 from .exits import ExitCode
+from .fb_export_cmd import forecastbench
 
 app = typer.Typer(help="Write a run in another tool's format.", no_args_is_help=True)
+app.command("forecastbench")(forecastbench)
 
 
 @app.command("inspect")
@@ -18,7 +21,7 @@ def inspect_log(
     run: Annotated[Path, typer.Argument(help="A run directory (or any directory of <Checker>.jsonl forecast files).")],
     output: Annotated[Path, typer.Option("--out", "-o", help="The log to write: LOG.eval or LOG.json.")],
     epsilon: Annotated[
-        float, typer.Option(help="Forecasts of exactly 0 or 1 are moved to ε / 1-ε for arbitrage.")
+        float, typer.Option(min=0, max=0.5, help="Forecasts of exactly 0 or 1 are moved to ε / 1-ε for arbitrage.")
     ] = 1e-3,
 ) -> None:
     """Write RUN's forecasts as an inspect log of task consistency/all, scored as the inspect task scores."""

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..checks import Check, UnknownCheckError, all_checks, get_check
 from ..embeddings import make_embedder
 from ..generate import TemplateInstantiator
+from ..generate.chains import NO_HORIZON
 from ..generate.llm import LLMInstantiator
 from ..generate.pipeline import GenerateOptions, GenerateReport, generate
 from ..generate.relevance import RelevanceRanker
@@ -22,6 +22,7 @@ from ..models import ForecastingQuestion
 from .console import err, escape, out
 from .exits import ExitCode
 from .llm_command import LLMArgs, llm_command, print_usage, run_calls
+from .progress import Progress
 
 
 class InstantiatorChoice(StrEnum):
@@ -89,26 +90,30 @@ def generate_cmd(
     ],
     questions: Annotated[Path, typer.Option("--questions", "-q", help="Base questions (JSONL, one per line).")],
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory for <Checker>.jsonl and rejects/.")],
-    n: Annotated[int, typer.Option("-n", help="Tuples wanted per check (those already in the file count).")] = 50,
+    n: Annotated[
+        int, typer.Option("-n", min=1, help="Tuples wanted per check (those already in the file count).")
+    ] = 50,
     instantiator: Annotated[
         InstantiatorChoice, typer.Option(help="llm writes fields with the model; template is exact and model-free.")
     ] = InstantiatorChoice.auto,
     verify: Annotated[
         bool | None, typer.Option("--verify/--no-verify", help="Have a model verify each tuple (default: with llm).")
     ] = None,
-    threshold: Annotated[int, typer.Option(help="Verifier score (0-10) a tuple needs to be kept.")] = 6,
+    threshold: Annotated[int, typer.Option(min=0, max=10, help="Verifier score (0-10) a tuple needs to be kept.")] = 6,
     verifier_model: Annotated[
         str | None, typer.Option("--verifier-model", help="Model for verification and relevance (default: --model).")
     ] = None,
     relevance: Annotated[
         RelevanceChoice, typer.Option(help="How multi-question bases are ranked (auto: llm with the llm instantiator).")
     ] = RelevanceChoice.auto,
-    candidates: Annotated[int, typer.Option(help="Base assignments sampled for multi-question checks.")] = 2000,
+    candidates: Annotated[int, typer.Option(min=1, help="Base assignments sampled for multi-question checks.")] = 2000,
     prefilter: Annotated[
-        int | None, typer.Option(help="Kept by embedding similarity before the model scores (default 3 x (top or n)).")
+        int | None,
+        typer.Option(min=0, help="Kept by embedding similarity before the model scores (default 3 x (top or n))."),
     ] = None,
     top: Annotated[
-        int | None, typer.Option(help="Best-ranked candidates used (default: down the ranking until n are kept).")
+        int | None,
+        typer.Option(min=1, help="Best-ranked candidates used (default: down the ranking until n are kept)."),
     ] = None,
     embeddings: Annotated[
         str, typer.Option(help="auto, lexical, minilm, or an embeddings model spec (openai/text-embedding-3-small).")
@@ -116,7 +121,7 @@ def generate_cmd(
     around: Annotated[
         str | None, typer.Option(help="Id of a question in --questions that every tuple must contain (appendix J).")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the candidate sampling.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the candidate sampling.")] = 0,
     *,
     llm_args: LLMArgs,
 ) -> None:
@@ -185,8 +190,8 @@ def shortfall(report: GenerateReport, options: GenerateOptions, questions: int) 
     rejected = sum(v for k, v in report.rejected.items() if not k.startswith("relevance"))
     if rejected:
         why.append(f"{rejected} made this run were rejected (reasons in {report.rejects_path})")
-    if report.rejected.get("instantiate: no deadline the template can move", 0):
-        why.append("the horizon template fits only 'by DATE' questions (--instantiator llm writes chains for others)")
+    if report.skipped:
+        why.append(f"{report.skipped} skipped: {NO_HORIZON} (--instantiator llm writes chains for others)")
     if not cut and not report.rejected.get("relevance: not in the top", 0):
         why.append(
             f"only {report.candidates} candidate base assignment(s) from {questions} question(s) "
@@ -216,17 +221,17 @@ async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan,
         inst = LLMInstantiator(llm, llm_args.model) if plan.instantiator == "llm" else TemplateInstantiator()
         verifier = TupleVerifier(llm, plan.judge, plan.threshold) if plan.verify else None
         scorer = (llm, plan.judge) if plan.relevance == "llm" else (None, None)
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, TextColumn("{task.fields[note]}"), console=err) as progress:
+        with Progress() as progress:
             for check in checks:
                 ranker = None
                 if plan.relevance != "off":
                     ranker = RelevanceRanker(make_embedder(plan.embeddings, llm), *scorer)
-                task = progress.add_task(check.class_name, total=plan.options.n, note="")
+                task = progress.task(check.class_name, total=plan.options.n)
 
                 def show(r: GenerateReport, task=task) -> None:
                     rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
-                    progress.update(task, completed=r.total, note=f"{rejected} rejected, {llm.stats.calls} calls")
+                    skipped = f", {r.skipped} skipped" if r.skipped else ""
+                    task.update(completed=r.total, info=f"{rejected} rejected{skipped}, {llm.stats.calls} calls")
 
                 try:
                     report = await generate(
@@ -240,7 +245,7 @@ async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan,
                         on_progress=show,
                     )
                 except ValueError as exc:  # e.g. fewer base questions than the check needs: the others go on
-                    progress.update(task, note="skipped")
+                    task.update(info="skipped")
                     skipped.append((check.name, str(exc)))
                     continue
                 reports.append(report)
@@ -254,8 +259,10 @@ def _print_report(report: GenerateReport) -> None:
         + (f" ({report.already} from an earlier run)" if report.already else "")
         + f"; {report.candidates} candidate base assignment(s)"
     )
+    if report.skipped:
+        out.print(f"  skipped {report.skipped} question(s): {escape(NO_HORIZON)}")
     for step, count in sorted(report.rejected.items()):
         if count:
             out.print(f"  rejected at {escape(step)}: {count}")
-    if any(not k.startswith("relevance") and v for k, v in report.rejected.items()):
+    if report.skipped or any(not k.startswith("relevance") and v for k, v in report.rejected.items()):
         out.print(f"  reasons: {escape(str(report.rejects_path))}")

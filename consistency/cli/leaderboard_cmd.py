@@ -20,15 +20,42 @@ from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 if TYPE_CHECKING:
     from ..accuracy.ranking import Standing
 
+FB_PATHS = " With --forecastbench: run directories and ForecastBench forecast-set files."
+
 
 def leaderboard(
-    paths: Annotated[list[Path], typer.Argument(help=SOURCES_HELP)],
+    paths: Annotated[list[Path] | None, typer.Argument(help=SOURCES_HELP + FB_PATHS)] = None,
     method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = "brier",
     as_of: AsOf = None,
     duplicates: Duplicates = "error",
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    forecastbench: Annotated[
+        str | None,
+        typer.Option(help="ForecastBench's columns instead: its imported questions (JSONL) or sets, with outcomes."),
+    ] = None,
+    fixed_effects: Annotated[
+        Path | None, typer.Option(help="With --forecastbench: ForecastBench's question fixed effects (its scale).")
+    ] = None,
+    baselines: Annotated[
+        bool, typer.Option(help="With --forecastbench: add Always 0, Always 1 and Always 0.5.")
+    ] = True,
+    bootstrap: Annotated[int, typer.Option(min=0, help="With --forecastbench: bootstrap replicates (0: none).")] = 1999,
+    seed: Annotated[int, typer.Option(min=0, help="With --forecastbench: seed of the bootstrap.")] = 0,
+    all_rounds: Annotated[
+        bool, typer.Option(help="With --forecastbench: also rounds ForecastBench does not rank yet.")
+    ] = False,
 ) -> None:
-    """Rank forecasters, best first (by Brier score, ground-truth summaries are enough)."""
+    """Rank forecasters, best first (by Brier score, ground-truth summaries are enough); with --forecastbench,
+    ForecastBench's leaderboard columns."""
+    if forecastbench is not None:
+        from .fb_leaderboard_cmd import forecastbench_leaderboard
+
+        forecastbench_leaderboard(forecastbench, paths or [], fixed_effects=fixed_effects, baselines=baselines,
+                                  bootstrap=bootstrap, seed=seed, all_rounds=all_rounds, as_json=as_json)  # fmt: skip
+        return
+    if not paths:
+        err.print("[red]error[/red] give the forecasts to rank (files or run directories)")
+        raise typer.Exit(ExitCode.USAGE)
     try:
         summaries = [p for p in paths if _summaries_only(p)] if method == "brier" and as_of is None else []
         rest = [p for p in paths if p not in summaries]

@@ -7,16 +7,19 @@ from typing import Annotated
 import typer
 
 from ..llm import LLMSettings
+from .bounds import positive
 
-MaxConnections = Annotated[int, typer.Option("--max-connections", help="Concurrent requests per model.")]
+MaxConnections = Annotated[int, typer.Option("--max-connections", min=1, help="Concurrent requests per model.")]
 RequestsPerMinute = Annotated[
-    float | None, typer.Option("--rpm", help="Requests per minute per model (default: no limit).")
+    float | None, typer.Option("--rpm", min=0, help="Requests per minute per model (default or 0: no limit).")
 ]
 TokensPerMinute = Annotated[
-    float | None, typer.Option("--tpm", help="Tokens per minute per model (default: no limit).")
+    float | None, typer.Option("--tpm", min=0, help="Tokens per minute per model (default or 0: no limit).")
 ]
-Timeout = Annotated[float, typer.Option("--timeout", help="Seconds per request before it is retried.")]
-MaxAttempts = Annotated[int, typer.Option("--max-attempts", help="HTTP attempts per call on 429/5xx/timeouts.")]
+Timeout = Annotated[
+    float, typer.Option("--timeout", min=0, callback=positive, help="Seconds per request before it is retried.")
+]
+MaxAttempts = Annotated[int, typer.Option("--max-attempts", min=1, help="HTTP attempts per call on 429/5xx/timeouts.")]
 NoCache = Annotated[
     bool,
     typer.Option(
@@ -24,7 +27,7 @@ NoCache = Annotated[
     ),
 ]
 CostLimit = Annotated[
-    float | None, typer.Option("--cost-limit", help="Stop issuing calls once this many USD are spent.")
+    float | None, typer.Option("--cost-limit", min=0, help="Stop issuing calls once this many USD are spent.")
 ]
 
 Batch = Annotated[
@@ -43,7 +46,13 @@ BatchFallback = Annotated[
     ),
 ]
 BatchPoll = Annotated[
-    float, typer.Option("--batch-poll", help="With --batch, seconds before the first poll of a batch (then x1.5).")
+    float,
+    typer.Option(
+        "--batch-poll",
+        min=0,
+        callback=positive,
+        help="With --batch, seconds before the first poll of a batch (then x1.5).",
+    ),
 ]
 
 

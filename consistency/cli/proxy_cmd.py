@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from .bounds import positive
 from .console import err, escape, out
 from .exits import ExitCode
 from .table_options import SOURCES_HELP, Duplicates
@@ -46,8 +47,10 @@ def proxy(
     zscore: Annotated[
         bool, typer.Option("--zscore/--raw", help="Standardise scores within each batch before pooling (the paper).")
     ] = True,
-    extremize: Annotated[float, typer.Option("--extremize", help="α of the extremized mean.")] = 2.0,
-    logit_d: Annotated[float, typer.Option("--logit-d", help="d of the logit pool.")] = math.sqrt(3.0),
+    extremize: Annotated[float, typer.Option("--extremize", min=0, help="α of the extremized mean.")] = 2.0,
+    logit_d: Annotated[
+        float, typer.Option("--logit-d", min=0, callback=positive, help="d of the logit pool.")
+    ] = math.sqrt(3.0),
     loss: Annotated[str, typer.Option(help="Ground-truth loss: brier, log, absolute or zero_one.")] = "brier",
     future: Annotated[
         str | None,
@@ -57,8 +60,8 @@ def proxy(
         ),
     ] = None,
     duplicates: Duplicates = "error",
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the intervals.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    bootstrap: Annotated[int, typer.Option(min=1, help="Bootstrap resamples for the intervals.")] = 1000,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Proxy scores versus the Brier score across forecasters, per aggregator (Pearson and Spearman)."""

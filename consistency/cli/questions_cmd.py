@@ -13,12 +13,15 @@ import typer
 
 from ..embeddings import make_embedder
 from ..questions import QuestionReport, Window, build_questions, related_titles, synthetic_titles, verify_questions
+from .bounds import positive
 from .console import err, escape, out
 from .exits import ExitCode, interrupted_code
+from .fb_import_cmd import app as import_app
 from .generate_cmd import load_questions
 from .llm_command import LLMArgs, llm_command, print_usage, run_calls, shared_options
 
 app = typer.Typer(help="Make and check base questions for a benchmark.", no_args_is_help=True)
+app.add_typer(import_app, name="import")
 
 
 def _file_out(path: Path | None) -> Path | None:
@@ -33,12 +36,14 @@ Out = Annotated[
 ]
 Created = Annotated[str | None, typer.Option("--created", help="Creation date of the questions (default: today).")]
 ResolveBy = Annotated[str, typer.Option("--resolve-by", help="Latest resolution date (YYYY-MM-DD).")]
-Count = Annotated[int, typer.Option("-n", help="How many questions to make.")]
+Count = Annotated[int, typer.Option("-n", min=1, help="How many questions to make.")]
 Verify = Annotated[bool, typer.Option("--verify/--no-verify", help="Verify each new question with the model.")]
-Threshold = Annotated[int, typer.Option(help="Verification score (0-10) a question needs to be kept.")]
+Threshold = Annotated[int, typer.Option(min=0, max=10, help="Verification score (0-10) a question needs to be kept.")]
 Examples = Annotated[Path | None, typer.Option(help="Questions JSONL whose titles serve as style examples.")]
 Embeddings = Annotated[str, typer.Option(help="Title de-duplication: auto, lexical, minilm or a model spec.")]
-Dedupe = Annotated[float, typer.Option(help="Titles at least this similar (cosine) to a kept one are dropped.")]
+Dedupe = Annotated[
+    float, typer.Option(min=0, max=1, help="Titles at least this similar (cosine) to a kept one are dropped.")
+]
 
 
 @dataclass
@@ -217,36 +222,45 @@ def _day_option(value: str | None, flag: str):
 def scrape_cmd(
     source: Annotated[str, typer.Argument(help="metaculus, manifold or polymarket.")],
     out_path: Out,
-    n: Annotated[int | None, typer.Option("-n", help="Stop after this many new questions (default: all).")] = None,
+    n: Annotated[
+        int | None, typer.Option("-n", min=1, help="Stop after this many new questions (default: all).")
+    ] = None,
     status: Annotated[str, typer.Option(help="resolved, open or all.")] = "resolved",
     resolved_after: Annotated[str | None, typer.Option(help="Earliest resolution date kept (YYYY-MM-DD).")] = None,
     resolved_before: Annotated[str | None, typer.Option(help="Latest resolution date kept (YYYY-MM-DD).")] = None,
     created_after: Annotated[str | None, typer.Option(help="Earliest creation date kept (YYYY-MM-DD).")] = None,
-    min_forecasters: Annotated[int | None, typer.Option(help="Metaculus: fewest forecasters kept.")] = None,
-    min_volume: Annotated[float | None, typer.Option(help="Manifold/Polymarket: least traded volume kept.")] = None,
-    min_traders: Annotated[int | None, typer.Option(help="Manifold: fewest distinct traders kept.")] = None,
+    min_forecasters: Annotated[int | None, typer.Option(min=0, help="Metaculus: fewest forecasters kept.")] = None,
+    min_volume: Annotated[
+        float | None, typer.Option(min=0, help="Manifold/Polymarket: least traded volume kept.")
+    ] = None,
+    min_traders: Annotated[int | None, typer.Option(min=0, help="Manifold: fewest distinct traders kept.")] = None,
     search: Annotated[str | None, typer.Option(help="Only questions matching this text.")] = None,
-    min_days: Annotated[float, typer.Option(help="Drop questions resolving sooner than this after creation.")] = 3.0,
+    min_days: Annotated[
+        float, typer.Option(min=0, help="Drop questions resolving sooner than this after creation.")
+    ] = 3.0,
     market_lead_days: Annotated[
         float,
-        typer.Option(help="Closed questions: market_prob is the probability this many days before closing (0: none)."),
+        typer.Option(
+            min=0, help="Closed questions: market_prob is the probability this many days before closing (0: none)."
+        ),
     ] = 7.0,
     resume: Annotated[bool, typer.Option(help="Carry on from where the last run on --out stopped.")] = False,
     base_url: Annotated[str | None, typer.Option(help="API root (a mirror, or a local fixture server).")] = None,
     rpm: Annotated[
-        float | None, typer.Option(help="Requests a minute (default: the source's polite rate; 0: none).")
+        float | None, typer.Option(min=0, help="Requests a minute (default: the source's polite rate; 0: none).")
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 4,
-    timeout: Annotated[float, typer.Option(help="Seconds per request before it is retried.")] = 30.0,
-    max_attempts: Annotated[int, typer.Option(help="Attempts per page on 429/5xx/timeouts.")] = 6,
+    concurrency: Annotated[int, typer.Option(min=1, help="Requests in flight at once.")] = 4,
+    timeout: Annotated[
+        float, typer.Option(min=0, callback=positive, help="Seconds per request before it is retried.")
+    ] = 30.0,
+    max_attempts: Annotated[int, typer.Option(min=1, help="Attempts per page on 429/5xx/timeouts.")] = 6,
     cache_dir: Annotated[Path | None, typer.Option(help="Raw page cache (default: <cache>/pages).")] = None,
     offline: Annotated[bool, typer.Option(help="Use cached pages only (re-parse without the network).")] = False,
     refresh: Annotated[bool, typer.Option(help="Fetch pages again even when cached.")] = False,
 ) -> None:
     """Binary questions from a forecasting platform, appended to --out (de-duplicated by source id)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from ..sources import SOURCES, FatalHTTPError, HttpSettings, ScrapeOptions, scrape
+    from .progress import Progress
 
     if source not in SOURCES:
         err.print(f"[red]error[/red] unknown source {escape(source)!r}; choose one of {', '.join(SOURCES)}")
@@ -266,15 +280,13 @@ def scrape_cmd(
         requests_per_minute=src.default_rpm if rpm is None else (rpm or None), concurrency=concurrency,
         timeout=timeout, max_attempts=max_attempts, offline=offline, refresh=refresh,
     )  # fmt: skip
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-               TimeElapsedColumn())  # fmt: skip
-    with Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task(f"scraping {source}", total=n, info="")
+    with Progress(transient=True) as progress:
+        task = progress.task(f"scraping {source}", total=n)
 
         def on_page(report) -> None:
             skipped = sum(report.skipped.values())
             info = f"{report.pages} pages, {skipped} skipped, {report.already} already there"
-            progress.update(task, completed=report.written, info=info)
+            task.update(completed=report.written, info=info)
 
         try:
             report = asyncio.run(
@@ -322,14 +334,16 @@ def news_cmd(
     days_to: Annotated[str | None, typer.Option("--to", help="Last day for --newsapi (default: --from).")] = None,
     domains: Annotated[str | None, typer.Option(help="NewsAPI: comma-separated domains, e.g. apnews.com.")] = None,
     newsapi_url: Annotated[str, typer.Option(help="NewsAPI-compatible API root.")] = "https://newsapi.org",
-    horizon_days: Annotated[int, typer.Option(help="Questions resolve within this many days of the article.")] = 90,
-    per_article: Annotated[int, typer.Option(help="Most questions proposed per article.")] = 3,
-    span: Annotated[int, typer.Option(help="Reference-class variants per question (0: none).")] = 0,
+    horizon_days: Annotated[
+        int, typer.Option(min=1, help="Questions resolve within this many days of the article.")
+    ] = 90,
+    per_article: Annotated[int, typer.Option(min=1, help="Most questions proposed per article.")] = 3,
+    span: Annotated[int, typer.Option(min=0, help="Reference-class variants per question (0: none).")] = 0,
     rephrase: Annotated[
         bool, typer.Option(help="Reword each question to stand alone, then reject it if the article settles it.")
     ] = True,
     dedupe: Annotated[
-        float, typer.Option(help="Entity overlap (Jaccard) at which an older article is dropped.")
+        float, typer.Option(min=0, max=1, help="Entity overlap (Jaccard) at which an older article is dropped.")
     ] = 0.25,
     threshold: Threshold = 6,
     verifier_model: Annotated[
@@ -427,7 +441,7 @@ def resolve_cmd(
         typer.Option("--out", "-o", help="Where to write (default: <name>.resolved.jsonl).", callback=_file_out),
     ] = None,
     as_of: Annotated[str | None, typer.Option(help="Resolve questions due by this day (default: today).")] = None,
-    votes: Annotated[int, typer.Option(help="Model answers per question; the majority of yes/no wins.")] = 1,
+    votes: Annotated[int, typer.Option(min=1, help="Model answers per question; the majority of yes/no wins.")] = 1,
     *,
     llm_args: LLMArgs,
 ) -> None:

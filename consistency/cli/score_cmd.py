@@ -33,10 +33,12 @@ def score(
         str | None, typer.Option("--check", "-c", help="Check of the given file(s) (default: detect).")
     ] = None,
     epsilon: Annotated[
-        float, typer.Option(help="Forecasts of exactly 0 or 1 are moved to ε / 1-ε for arbitrage.")
+        float, typer.Option(min=0, max=0.5, help="Forecasts of exactly 0 or 1 are moved to ε / 1-ε for arbitrage.")
     ] = 1e-3,
-    bootstrap: Annotated[int, typer.Option(help="Bootstrap resamples for the 95% interval of each mean.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    bootstrap: Annotated[
+        int, typer.Option(min=0, help="Bootstrap resamples for the 95% interval of each mean (0: none).")
+    ] = 1000,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
 ) -> None:
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
     from ..files import DetectionError

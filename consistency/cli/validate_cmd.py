@@ -33,7 +33,7 @@ def validate(
     check: Annotated[
         str | None, typer.Option("--check", "-c", help="Check of tuple/forecast files (default: detect).")
     ] = None,
-    max_errors: Annotated[int, typer.Option(help="Print at most this many errors per file (0: all).")] = 0,
+    max_errors: Annotated[int, typer.Option(min=0, help="Print at most this many errors per file (0: all).")] = 0,
 ) -> None:
     """Validate JSONL files line by line; exit 1 if any line is bad."""
     files, problems = _expand(paths)

@@ -18,6 +18,7 @@ from ..models import ForecastingQuestion
 from ..write_errors import fix_for
 from . import sessions
 from .rundir import TRANSCRIPT, RunDir, RunDirError, now
+from .spending import CappedLLM, stopped_record
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ class RunOptions:
     concurrency: int = 32
     timeout: float | None = 300.0
     llm: LLMSettings = field(default_factory=LLMSettings)
+    #: USD: no new model call once the run's recorded spend (all its sessions) reaches it (see .spending)
+    max_cost: float | None = None
     on_start: Callable[[Tally], None] | None = None
     on_record: Callable[[dict[str, Any]], None] | None = None
     on_batch: Callable[[BatchProgress], None] | None = None  # batch mode: whenever a batch changes
@@ -54,7 +57,7 @@ def recorded_options(options: RunOptions) -> dict[str, Any]:
     """How a session runs, as ``run.json`` keeps it: a resume starts from what the last session used."""
     return {
         "llm": options.llm.model_dump(mode="json"),
-        "run_options": {"concurrency": options.concurrency, "timeout": options.timeout},
+        "run_options": {"concurrency": options.concurrency, "timeout": options.timeout, "max_cost": options.max_cost},
     }
 
 
@@ -66,6 +69,7 @@ def options_of(meta: dict[str, Any]) -> RunOptions:
         concurrency=run.get("concurrency", defaults.concurrency),
         timeout=run.get("timeout", defaults.timeout),
         llm=LLMSettings.model_validate(meta.get("llm", {})),
+        max_cost=run.get("max_cost", defaults.max_cost),
     )
 
 
@@ -168,6 +172,17 @@ async def ask_all(
             run.close()
 
 
+def _client(options: RunOptions, opened: dict[str, Any], run: RunDir) -> LLM:
+    """The session's LLM client: with a spending cap, one that knows what earlier sessions spent."""
+    where = {"transcript": run.path / TRANSCRIPT, "batches": run.path / BATCHES}
+    if options.max_cost is None:
+        return LLM(options.llm, **where)
+    if options.llm.batch:
+        log.warning("a spending cap cannot stop requests already sent in batches: the cap applies to direct calls")
+    spent = float((opened.get("totals") or {}).get("cost") or 0.0)
+    return CappedLLM(options.llm, options.max_cost, spent, **where)
+
+
 def drive(
     forecaster: Forecaster,
     asks: list[Ask],
@@ -189,8 +204,8 @@ def drive(
     if not options.llm.batch and unfinished(run.path / BATCHES):
         log.warning("%s has batches still running: resuming in batch mode to collect them", run.path)
         options = replace(options, llm=options.llm.model_copy(update={"batch": True}))
-    run.update(**opened, status="running", questions=len(asks), **recorded_options(options))
-    llm = LLM(options.llm, transcript=run.path / TRANSCRIPT, batches=run.path / BATCHES)
+    run.update(**opened, status="running", questions=len(asks), stopped=None, **recorded_options(options))
+    llm = _client(options, opened, run)
     llm.on_batch = options.on_batch
     status, fatal = "interrupted", None
     did = {"asked": 0, "answered": 0, "failed": 0}
@@ -212,6 +227,8 @@ def drive(
         status = "complete"
         if did["failed"] and not did["answered"] and not answered_before:
             status = "failed"  # not one forecast: nothing was measured (the reasons are in the journal)
+        if stopped_record(llm, options.max_cost) is not None:  # questions were left unasked at the cap
+            status = "interrupted"
         if llm.write_error is not None:  # the transcript could not be written: questions after it were not asked
             status, stopped = "interrupted", llm.write_error
     except FatalError as exc:
@@ -229,7 +246,8 @@ def drive(
             did["asked"] = did["answered"] + did["failed"]
             closed = sessions.end(run.read(), llm.stats.as_dict(), status, did)
             failure = str(fatal) if fatal else ("every question failed" if status == "failed" else None)
-            meta = run.update(**closed, status=status, ended=now(), failure=failure, **extra)
+            cap = stopped_record(llm, options.max_cost)
+            meta = run.update(**closed, status=status, ended=now(), failure=failure, stopped=cap, **extra)
         except OSError as exc:
             stopped = stopped or exc
             status = "interrupted"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
 from typing import TypeVar
 
@@ -48,6 +49,7 @@ def load_benchmark(
     """Tuples from ``source`` (a directory of ``<Checker>.jsonl`` tuple or forecast files, or one
     file; default: the bundled benchmark), for ``checks`` (default: all), at most ``limit`` per
     check sampled with ``seed`` and kept in file order. Bad lines are collected, not fatal."""
+    check_sample(limit, seed)
     wanted = {get_check(c).name for c in checks} if checks else None
     try:
         paths = forecast_files([source or bundled_tuples()])
@@ -101,9 +103,18 @@ def nothing_usable(what: str, source: str | Path, errors: Sequence[LineError]) -
 
 def sample_in_order(items: list[T], limit: int | None, rng: np.random.Generator) -> list[T]:
     """At most ``limit`` items drawn without replacement, kept in their original order."""
+    check_sample(limit, 0)
     if limit is None or limit >= len(items):
         return list(items)
     return [items[i] for i in np.sort(rng.choice(len(items), size=limit, replace=False))]
+
+
+def check_sample(limit: int | None, seed: int) -> None:
+    """A ``limit`` of at least 1 and a seed of 0 or more, else one sentence (not numpy's "negative dimensions")."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, Integral) or limit < 1):
+        raise ValueError(f"limit must be a whole number of at least 1 (or None for all), got {limit!r}")
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
+        raise ValueError(f"seed must be a whole number of 0 or more, got {seed!r}")
 
 
 def fingerprint(sets: Sequence[TupleSet]) -> str:

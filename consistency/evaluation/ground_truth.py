@@ -16,15 +16,16 @@ from ..jsonl import LineError, write_json, write_jsonl
 from ..metrics import bootstrap_mean_ci
 from ..models import ForecastingQuestion, GroundTruthRecord
 from .asking import Ask, RunOptions, drive, question_key
-from .benchmark import nothing_usable, sample_in_order
+from .benchmark import check_sample, nothing_usable, sample_in_order
 from .rundir import RunDir
-from .runner import EvaluationResult, reopen_run, start_run
+from .runner import EvaluationResult, reopen_run, start_run, with_cap
 
 
 def load_questions(
     path: str | Path, limit: int | None = None, seed: int = 0
 ) -> tuple[list[ForecastingQuestion], list[LineError]]:
     """Questions from a questions file or a ground-truth results file; bad lines are returned, not fatal."""
+    check_sample(limit, seed)
     info = detect(path)
     if info.kind not in (FileKind.QUESTIONS, FileKind.GROUND_TRUTH):
         raise ValueError(f"{path}: holds {info.kind}; --questions needs a questions file")
@@ -56,21 +57,28 @@ def evaluate_questions(
     out: str | Path | None = None,
     forecaster_options: dict[str, str] | None = None,
     options: RunOptions | None = None,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
-    """Forecast resolved questions and score the forecasts against their resolutions."""
+    """Forecast resolved questions and score the forecasts against their resolutions (``max_cost``: as
+    :func:`~consistency.evaluation.evaluate`)."""
     items, errors = load_questions(questions, limit, seed)
     if not items:
         raise ValueError(nothing_usable("question", questions, errors))
-    options = options or RunOptions()
+    options = with_cap(options or RunOptions(), max_cost)
     meta = {"kind": "ground_truth", "questions_file": str(questions), "limit": limit, "seed": seed}
     loaded, run = start_run(forecaster, forecaster_options, out, Path(questions).stem, options, meta)
     return _run(loaded, items, errors, run, options)
 
 
 def resume_questions(
-    run_dir: str | Path, *, forecaster: Forecaster | None = None, options: RunOptions | None = None
+    run_dir: str | Path,
+    *,
+    forecaster: Forecaster | None = None,
+    options: RunOptions | None = None,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
     run, meta, forecaster, options = reopen_run(run_dir, "ground_truth", forecaster, options)
+    options = with_cap(options, max_cost)
     items, errors = load_questions(meta["questions_file"], meta["limit"], meta["seed"])
     return _run(forecaster, items, errors, run, options)
 

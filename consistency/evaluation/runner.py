@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..checks import Check
 from ..forecasters import Forecaster, Occurrence, load_forecaster
+from ..forecasters.loading import load_recorded
 from ..jsonl import LineError, atomic_write, dump_line
 from ..llm.secrets import redact
 from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
@@ -58,6 +59,28 @@ def start_run(
     return loaded, run
 
 
+def with_cap(options: RunOptions, max_cost: float | None) -> RunOptions:
+    """``options`` with the spending cap ``max_cost`` (when given), checked: a number of 0 or more, and not
+    with batch mode, whose requests are all sent before the first answer is priced."""
+    import dataclasses
+    import math
+
+    if max_cost is not None:
+        options = dataclasses.replace(options, max_cost=max_cost)
+    cap = options.max_cost
+    if cap is None:
+        return options
+    if isinstance(cap, bool) or not isinstance(cap, int | float) or not math.isfinite(cap) or cap < 0:
+        raise ValueError(f"max_cost must be a number of USD, 0 or more, got {cap!r}")
+    if options.llm.batch:
+        raise ValueError(
+            "a spending cap cannot stop batched requests, which are all sent before the first answer is priced; "
+            "estimate the cost first (cc evaluate --dry-run, consistency.evaluation.estimate) and drop --batch "
+            "or --max-cost"
+        )
+    return options
+
+
 def check_keys(config: Any) -> None:
     """Every hosted model a forecaster's configuration names (``model``, ``extractor``, nested forecasters'
     too) has its key, else :class:`FatalError` before any run directory exists: the first call would
@@ -98,7 +121,7 @@ def reopen_run(
                 "resume with the same spec again: --resume DIR -f SPEC"
             )
         recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
-        forecaster = load_forecaster(meta["forecaster_spec"], recorded)
+        forecaster = load_recorded(meta["forecaster_spec"], recorded, meta["forecaster"].get("forecaster_class"))
     options = options or options_of(meta)
     return run, meta, forecaster, options
 
@@ -176,11 +199,16 @@ def evaluate(
     forecaster_options: dict[str, str] | None = None,
     params: ScoreParams | None = None,
     options: RunOptions | None = None,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
-    """Evaluate a forecaster on a consistency benchmark (default: the bundled one)."""
+    """Evaluate a forecaster on a consistency benchmark (default: the bundled one).
+
+    ``max_cost`` (USD, or ``options.max_cost``): once the run's recorded spend reaches it, no new model call is
+    made; the run ends ``interrupted`` (``meta["stopped"]`` says why) and :func:`resume` with a higher cap goes
+    on. Calls in flight at that moment are answered and paid for (see :mod:`.spending`)."""
     sets = load_benchmark(tuples, checks, limit, seed)
     params = params or ScoreParams()
-    options = options or RunOptions()
+    options = with_cap(options or RunOptions(), max_cost)
     loaded, run = start_run(
         forecaster,
         forecaster_options,
@@ -204,10 +232,16 @@ def evaluate(
 
 
 def resume(
-    run_dir: str | Path, *, forecaster: Forecaster | None = None, options: RunOptions | None = None
+    run_dir: str | Path,
+    *,
+    forecaster: Forecaster | None = None,
+    options: RunOptions | None = None,
+    max_cost: float | None = None,
 ) -> EvaluationResult:
-    """Finish an interrupted run: forecasts already journaled are not asked again."""
+    """Finish an interrupted run: forecasts already journaled are not asked again. The run's recorded spending
+    cap holds unless ``max_cost`` (or ``options``) gives another."""
     run, meta, forecaster, options = reopen_run(run_dir, "consistency", forecaster, options)
+    options = with_cap(options, max_cost)
     bench = meta["benchmark"]
     sets = load_benchmark(bench["tuples"], bench["checks"], bench["limit"], bench["seed"])
     if fingerprint(sets) != bench["fingerprint"]:

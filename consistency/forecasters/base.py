@@ -28,7 +28,7 @@ from ..llm import LLM, LLMSettings
 from ..llm.fatal import FATAL_AFTER, FatalError
 from ..llm.secrets import redact
 from ..llm.waiting import within_work_time
-from ..models import Forecast, ForecastingQuestion
+from ..models import Forecast, ForecastingQuestion, probability_problem
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,32 @@ class ForecastError(Exception):
     def __init__(self, reason: str, raw: str | None = None) -> None:
         super().__init__(reason)
         self.raw = raw
+
+
+class CallsStopped(Exception):
+    """No more model calls are made in this run (a spending cap was reached): the question that needed one is
+    left unasked, not recorded as failed, so a resume asks it. Raised by the run's LLM client."""
+
+
+def sync_forecast_problem(cls: type) -> str | None:
+    """Why ``cls`` cannot be run, when its ``forecast`` is a plain ``def`` (None when it is ``async def``).
+
+    The framework awaits ``forecast`` under a per-question timeout, many at once on one event loop, with
+    one shared async LLM client; a blocking method cannot be timed out, cancelled by Ctrl-C or run
+    concurrently, so it is refused rather than quietly moved to a thread (a user who wants a thread
+    says so with ``asyncio.to_thread``, and then knows that a timed-out thread runs on). A decorated
+    method counts as ``async`` when the function it wraps is.
+    """
+    method = getattr(cls, "forecast", None)
+    if method is None or getattr(method, "__isabstractmethod__", False):
+        return None  # not implemented at all: Python's own "abstract method" error says so
+    if inspect.iscoroutinefunction(method) or inspect.iscoroutinefunction(inspect.unwrap(method)):
+        return None
+    return (
+        f"{cls.__name__}.forecast is a plain function (def): the framework awaits it, so declare it "
+        "`async def forecast(self, question)`; blocking work inside it can run in a thread with "
+        "`await asyncio.to_thread(...)`"
+    )
 
 
 @dataclass(frozen=True)
@@ -103,6 +129,7 @@ class ForecastOutcome:
     seconds: float = 0.0
     occurrence: Occurrence | None = None
     raised: bool = False  # the forecaster raised an exception of its own (not a model's bad answer)
+    stopped: bool = False  # not asked: the run stopped making calls (CallsStopped) before it could be
 
     @property
     def ok(self) -> bool:
@@ -119,6 +146,10 @@ class Forecaster(ABC):
     #: Name in the registry and the CLI (``--forecaster basic``); defaults to the class name.
     name: ClassVar[str] = ""
     context_dependent: ClassVar[bool] = False
+    #: Whether a cost estimate (``cc evaluate --dry-run``) may run :meth:`forecast` against a recording LLM
+    #: client: true when every call it makes goes through ``self.llm``. None: the framework's own forecasters
+    #: are, user code is not (it could call a model some other way, which a dry run must not do).
+    estimable: ClassVar[bool | None] = None
     _config: dict[str, Any]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -187,21 +218,22 @@ class Forecaster(ABC):
         start = time.perf_counter()
         outcome = ForecastOutcome(question, note=note, occurrence=occurrence)
         try:
-            result = await within_work_time(self.forecast(question), timeout)  # time queued for the model not counted
+            work = self.forecast(question)
+            if not inspect.isawaitable(work):  # a plain `def forecast` that slipped past load_forecaster
+                raise TypeError(sync_forecast_problem(type(self)) or "forecast() must be `async def`")
+            result = await within_work_time(work, timeout)  # time queued for the model not counted
         except TimeoutError:
             outcome.error = f"timed out after {timeout:g} s"
         except ForecastError as exc:
             outcome.error, outcome.raw = redact(str(exc)), exc.raw
-        except FatalError:
+        except (FatalError, CallsStopped):
             raise  # the run stops; this question was not really asked
         except Exception as exc:
             outcome.error, outcome.raised = redact(f"{type(exc).__name__}: {_first_line(exc)}"), True
         else:
             try:
                 outcome.forecast = _as_forecast(result)
-            except ValidationError as exc:
-                outcome.error = f"invalid forecast: {exc.errors()[0]['msg']}"
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError) as exc:  # a pydantic ValidationError too: its first error, in one line
                 outcome.error = f"invalid forecast: {_first_line(exc)}"
         finally:
             _note.reset(note_token)
@@ -225,7 +257,8 @@ class Forecaster(ABC):
     ) -> list[ForecastOutcome]:
         """Forecast concurrently (at most ``concurrency`` at once); results in input order.
 
-        ``on_outcome`` sees each outcome as soon as it exists (to journal or display it). Raises
+        ``on_outcome`` sees each outcome as soon as it exists (to journal or display it), except those of
+        questions left unasked because the run stopped making calls (``stopped``: a spending cap). Raises
         :class:`FatalError`, with no new question started, when the model layer meets an error that
         cannot succeed on retry, or when the forecaster raised the same exception on each of the first
         ``stop_after_same_error`` questions it finished (a bug that would fail every question).
@@ -238,7 +271,10 @@ class Forecaster(ABC):
         async def one(q: ForecastingQuestion, place: Occurrence | None) -> ForecastOutcome:
             async with gate:
                 same.check()  # tripped while this one waited: start nothing new
-                outcome = await self.forecast_safely(q, timeout=timeout, occurrence=place)
+                try:
+                    outcome = await self.forecast_safely(q, timeout=timeout, occurrence=place)
+                except CallsStopped as exc:  # left for a resume: not journaled, not a failure
+                    return ForecastOutcome(q, error=str(exc), occurrence=place, stopped=True)
             if on_outcome is not None:
                 on_outcome(outcome)
             same.see(outcome)
@@ -330,8 +366,8 @@ def _as_forecast(result: Any) -> Forecast:
     if isinstance(result, Forecast):
         return Forecast.model_validate(result.model_dump())  # re-validate: fields may have been mutated
     if isinstance(result, int | float) and not isinstance(result, bool):
-        if not math.isfinite(result):
-            raise ValueError(f"probability must be a number in [0, 1], got {result!r}")
+        if not math.isfinite(result) or not 0.0 <= result <= 1.0:
+            raise ValueError(probability_problem(result))
         return Forecast(prob=float(result))
     if isinstance(result, Mapping):
         return Forecast.model_validate(result)
@@ -339,8 +375,27 @@ def _as_forecast(result: Any) -> Forecast:
 
 
 def _first_line(exc: BaseException) -> str:
+    """One line saying what went wrong. A pydantic error's own first line ("1 validation error for
+    Forecast") names neither the field nor the reason: its first error is given instead."""
+    if isinstance(exc, ValidationError):
+        return validation_sentence(exc)
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def validation_sentence(exc: ValidationError) -> str:
+    """``Forecast.prob: probability must be within [0, 1], got 70 (if that is a percentage, give 0.7)``: the model, the
+    field and the reason of the first error (and how many more there are)."""
+    errors = exc.errors(include_url=False)
+    if not errors:
+        return f"invalid {exc.title}"
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"])
+    reason = first["msg"].removeprefix("Value error, ")
+    if first["type"] != "value_error" and "input" in first and not isinstance(first["input"], dict | list):
+        reason += f", got {first['input']!r}"
+    more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
+    return f"{exc.title}{'.' + where if where else ''}: {reason}{more}"
 
 
 def _jsonable(value: Any) -> Any:

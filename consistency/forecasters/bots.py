@@ -4,14 +4,15 @@
 names a bot class; ``-F`` options go to its constructor. Each of our questions becomes the library's
 ``BinaryQuestion`` and the bot runs its own research and binary forecast with its own settings; it
 never publishes. The library changes the process when imported (it patches asyncio with nest_asyncio,
-keeps class-level semaphores bound to the first event loop that uses them, sets litellm options
-globally), so it is imported here lazily, only when a bot is used, after asking litellm for its
-bundled cost map instead of a network fetch.
+keeps class-level semaphores, sets litellm options globally) and takes seconds to import, so it is
+imported here once, lazily, only when a bot is used (after a bot file was checked), with litellm's
+bundled cost map instead of a network fetch. Each bot call runs on a thread and event loop of its
+own (:mod:`.bot_threads`): a bot that blocks its loop costs only its own question.
 """
 
 from __future__ import annotations
 
-import asyncio
+import ast
 import hashlib
 import importlib
 import importlib.util
@@ -25,15 +26,17 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..extras import install_hint
 from ..llm.secrets import redact
 from ..models import Forecast, ForecastingQuestion
 from .base import Forecaster, note_call
+from .bot_threads import THREADS, logging_worker_per_thread, share_loop_primitives
 from .loading import ForecasterSpecError
 
 log = logging.getLogger(__name__)
 
 EXTRA = "bots"
-INSTALL = f'pip install -e ".[{EXTRA}]"'
+INSTALL = install_hint(EXTRA)
 #: Bot settings that do not change an answer (left out of the cache key), and object addresses in reprs.
 _NOT_ANSWERS = frozenset(
     {"metaculus_client", "publish_reports_to_metaculus", "folder_to_save_reports_to"}
@@ -44,18 +47,25 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 TRIM = 2000
 
 
+_LIBRARY: Any = None
+
+
 def forecasting_tools() -> Any:
-    """The library, imported on first use (with litellm's bundled cost map, no network fetch)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    _quiet("forecasting_tools", "LiteLLM", "litellm")
-    try:
-        import forecasting_tools as ft
-    except ImportError as exc:
-        raise ForecasterSpecError(
-            f"ft: forecasters need forecasting-tools, which is not installed ({exc}); install the "
-            f"{EXTRA!r} extra: {INSTALL}"
-        ) from None
-    return ft
+    """The library, imported once, on first use (with litellm's bundled cost map, no network fetch)."""
+    global _LIBRARY
+    if _LIBRARY is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        _quiet("forecasting_tools", "LiteLLM", "litellm")
+        try:
+            import forecasting_tools as ft
+        except ImportError as exc:
+            raise ForecasterSpecError(
+                f"ft: forecasters need forecasting-tools, which is not installed ({exc}); install the "
+                f"{EXTRA!r} extra: {INSTALL}"
+            ) from None
+        logging_worker_per_thread()  # bot calls run on threads of their own (BotThreads)
+        _LIBRARY = ft
+    return _LIBRARY
 
 
 def _quiet(*names: str) -> None:
@@ -81,22 +91,28 @@ def adapt(obj: Any) -> BotForecaster | None:
 
 
 def bot_class(spec: str) -> type:
-    """The ``ForecastBot`` subclass an ``ft:`` spec (without the prefix) names."""
-    ft = forecasting_tools()
+    """The ``ForecastBot`` subclass an ``ft:`` spec (without the prefix) names.
+
+    A bot file is checked (it exists, it defines the name) before the library is imported: that
+    import takes seconds, and a mistyped spec should not wait for it."""
     text = spec.strip()
     if "::" in text:
         path, _, name = text.partition("::")
+        check_bot_file(Path(path), name)
+        forecasting_tools()
         module = _import_file(Path(path))
         where = path
     elif ":" in text:
         module_name, _, name = text.partition(":")
+        forecasting_tools()
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise ForecasterSpecError(f"cannot import {module_name}: {exc}") from None
         where = module_name
     else:
-        module, name, where = ft, text, "forecasting-tools"
+        module, name, where = forecasting_tools(), text, "forecasting-tools"
+    ft = forecasting_tools()
     obj = getattr(module, name, None)
     if not (isinstance(obj, type) and issubclass(obj, ft.ForecastBot)):
         known = ", ".join(library_bots(ft))
@@ -109,10 +125,45 @@ def bot_class(spec: str) -> type:
     return obj
 
 
-def _import_file(path: Path) -> Any:
-    """A bot's script as a module (once per process; its own name, so two scripts never clash)."""
+def check_bot_file(path: Path, name: str) -> None:
+    """Refuse a bot file that does not exist, is not Python, or defines no ``name`` at its top level
+    (read, not run: no import of the library or of the bot yet)."""
     if not path.is_file():
         raise ForecasterSpecError(f"{path}: no such file")
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError) as exc:
+        raise ForecasterSpecError(f"{path}: not valid Python ({exc})") from None
+    except OSError as exc:
+        raise ForecasterSpecError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    defined: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    return  # a star import may bring it: the import will tell
+                defined.add(alias.asname or alias.name.split(".")[0])
+        else:  # assignments, and definitions under if/try at the top level
+            defined |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            defined |= {
+                n.name for n in ast.walk(node) if isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            }
+    if name not in defined:
+        classes = sorted(n.name for n in tree.body if isinstance(n, ast.ClassDef))
+        hint = f" (its classes: {', '.join(classes)})" if classes else ""
+        raise ForecasterSpecError(f"{path} has no bot {name!r}{hint}")
+
+
+def _import_file(path: Path) -> Any:
+    """A bot's script as a module (once per process; its own name, so two scripts never clash).
+
+    Its directory goes first on ``sys.path``, as Python does when it runs a script: a bot imports the
+    modules beside it."""
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
     name = f"consistency_bot_{path.stem}_{digest}"
     if name in sys.modules:
@@ -169,6 +220,7 @@ class BotForecaster(Forecaster):
         if not isinstance(bot, ft.ForecastBot):
             raise ForecasterSpecError(f"{type(bot).__name__} is not a forecasting-tools ForecastBot")
         bot.publish_reports_to_metaculus = False  # never, whatever the bot was built with
+        share_loop_primitives(bot)  # its questions run on threads of their own (BotThreads)
         self.bot = bot
 
     @property
@@ -197,7 +249,6 @@ class BotForecaster(Forecaster):
 
     async def forecast(self, question: ForecastingQuestion) -> Forecast:
         ft = forecasting_tools()
-        rebind_loop_primitives(self.bot)
         binary = binary_question(question)
         cache, key = self._cache(), self._key(binary)
         hit = cache.get(key) if cache is not None else None
@@ -205,7 +256,7 @@ class BotForecaster(Forecaster):
             note_call(_call(cache_hit=True))
             return Forecast.model_validate(hit["forecast"])
         try:
-            report = await self.bot.forecast_question(binary, return_exceptions=False)
+            report = await THREADS.run(self.bot.forecast_question(binary, return_exceptions=False))
         except Exception as exc:
             raise _root_cause(exc) from exc
         if not isinstance(report, ft.BinaryReport):
@@ -299,26 +350,6 @@ def binary_question(question: ForecastingQuestion) -> Any:
         published_time=question.created_date,
         custom_metadata={"consistency_question_id": question.id, "data_source": question.data_source},
     )
-
-
-def rebind_loop_primitives(bot: Any) -> None:
-    """Replace asyncio semaphores and locks on the bot (and its classes) that belong to another event
-    loop: the template bots keep one at class level, which fails once a second ``asyncio.run`` uses it."""
-    loop = asyncio.get_running_loop()
-    holders: list[Any] = [bot, *[c for c in type(bot).__mro__ if c is not object]]
-    for holder in holders:
-        for name, value in list(vars(holder).items()):
-            if not isinstance(value, asyncio.Semaphore | asyncio.Lock):
-                continue
-            bound = getattr(value, "_loop", None)
-            if bound is None or bound is loop:
-                continue
-            if isinstance(value, asyncio.Lock):
-                fresh: Any = asyncio.Lock()
-            else:
-                size = getattr(value, "_bound_value", None) or getattr(holder, "_max_concurrent_questions", None)
-                fresh = type(value)(size or max(1, value._value))
-            setattr(holder, name, fresh)
 
 
 def code_digest(cls: type) -> str:

@@ -2,9 +2,10 @@
 
 A spec is a registered name (``basic``, ``cot``...), ``name:model`` (``cot:gpt-4o``), a user's
 class (``path/to/file.py::ClassName`` or ``package.module:ClassName``), or else a model spec,
-which means the basic forecaster with that model. A bare model name must be a known one
-(:func:`hosted_model`), so a typo is refused with a suggestion instead of becoming a model
-that fails at its first call. Option values are typed from the constructor's signature.
+which means the basic forecaster with that model (the bundled ``local`` model: the logprob
+forecaster, :data:`BARE_LOCAL`). A bare model name must be a known one (:func:`hosted_model`),
+so a typo is refused with a suggestion instead of becoming a model that fails at its first call.
+Option values are typed from the constructor's signature.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from ..llm.secrets import redact
 from ..llm.specs import ModelSpecError, known_models, parse_model_spec
-from .base import Forecaster
+from .base import Forecaster, sync_forecast_problem
 
 _REGISTRY: dict[str, type[Forecaster]] = {}
+#: The forecaster a bare ``local`` spec means: asked to write a number, the bundled 135M model writes
+#: about 1.0 to everything; its Yes/No next-token distribution varies (``basic:local`` keeps the former).
+BARE_LOCAL = "logprob"
 
 
 class ForecasterSpecError(ValueError):
@@ -55,19 +59,22 @@ def forecaster_class(spec: str) -> tuple[type[Forecaster], dict[str, Any]]:
     bot = _bot_spec(text)
     if bot is not None:
         return bot
-    if "::" in text and text.split("::", 1)[0].endswith(".py"):
+    if "::" in text and text.split("::", 1)[0].endswith(".py") and text.split("::", 1)[1].strip():
         path, _, name = text.partition("::")
-        return _from_file(Path(path), name), {}
+        return _from_file(Path(path), name.strip()), {}
     name, sep, rest = text.partition(":")
     if sep and name.lower() in _REGISTRY and rest:
         return _REGISTRY[name.lower()], {"model": rest}
     if text.lower() in _REGISTRY:
         return _REGISTRY[text.lower()], {}
+    if text.rstrip(":").endswith(".py"):  # a file without its class (file.py, file.py::)
+        raise ForecasterSpecError(_file_without_class(Path(text.rstrip(":"))))
     if sep and rest.isidentifier() and all(part.isidentifier() for part in name.split(".")):
         return _from_module(name, rest), {}
     if any(c.isspace() for c in text):
         raise ForecasterSpecError(f"unknown forecaster {spec!r} (known: {', '.join(forecaster_names())})")
-    return _REGISTRY["basic"], {"model": hosted_model(text)}
+    model = hosted_model(text)
+    return _REGISTRY[BARE_LOCAL if parse_model_spec(model).provider == "local" else "basic"], {"model": model}
 
 
 def hosted_model(text: str, within: str | None = None) -> str:
@@ -133,6 +140,7 @@ def load_forecaster(spec: str | Forecaster, options: Mapping[str, str] | Iterabl
     """Build the forecaster ``spec`` names; ``options`` as a mapping or ``key=value`` strings.
     A forecasting-tools bot instance is taken too (as :class:`~.bots.BotForecaster`)."""
     if isinstance(spec, Forecaster):
+        _check_async(type(spec))
         return spec
     if not isinstance(spec, str):
         for adapt in _ADAPTERS:
@@ -140,6 +148,7 @@ def load_forecaster(spec: str | Forecaster, options: Mapping[str, str] | Iterabl
             if adapted is not None:
                 return adapted
     cls, implied = forecaster_class(spec)
+    _check_async(cls)
     raw = dict(implied)
     raw.update(parse_options(options))
     _check_model_option(cls, raw, spec)
@@ -150,6 +159,25 @@ def load_forecaster(spec: str | Forecaster, options: Mapping[str, str] | Iterabl
         raise
     except Exception as exc:
         raise ForecasterSpecError(f"cannot create forecaster {spec!r}: {exc}") from None
+
+
+def _check_async(cls: type[Forecaster]) -> None:
+    """A ``def forecast`` is refused here, before any run directory, not at each question of a run."""
+    problem = sync_forecast_problem(cls)
+    if problem is not None:
+        raise ForecasterSpecError(problem)
+
+
+def load_recorded(spec: str, options: Mapping[str, Any] | None, recorded_class: str | None) -> Forecaster:
+    """The forecaster a run recorded, to resume it: ``spec`` as :func:`load_forecaster` reads it today, unless a
+    bare model spec now means another built-in than the run used (``local`` meant ``basic`` before it meant
+    ``logprob``): then the run's own class, with that model, so that a resume never changes what it measures."""
+    bare = ":" not in spec.replace("://", "").split("::")[0]  # not name:model, ft:..., a module:Class
+    if bare and recorded_class is not None:
+        for name, cls in _REGISTRY.items():
+            if cls.__name__ == recorded_class and cls is not forecaster_class(spec)[0]:
+                return load_forecaster(f"{name}:{spec}", options)
+    return load_forecaster(spec, options)
 
 
 def _check_model_option(cls: type[Forecaster], raw: dict[str, Any], spec: str) -> None:
@@ -235,6 +263,41 @@ def _check_class(obj: Any, where: str) -> type[Forecaster]:
     return obj
 
 
+def _file_without_class(path: Path) -> str:
+    """What to say for ``-f file.py``: a class must be named, and which ones the file defines."""
+    if not path.is_file():
+        return f"{path}: no such file (a forecaster class in a file is named {path}::ClassName)"
+    found = forecaster_classes_in(path)
+    listed = f"; it defines {', '.join(found)}" if found else "; it defines no class that looks like a Forecaster"
+    example = f"{path}::{found[0] if found else 'ClassName'}"
+    return f"{path} is a Python file: name the forecaster class in it, {example}{listed}"
+
+
+def forecaster_classes_in(path: Path) -> list[str]:
+    """The classes of a Python file that look like forecasters (a base named ``...Forecaster``, or an
+    ``async def forecast``), read with :mod:`ast`: the file is not run just to word an error."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return []
+
+    def base_name(node: ast.expr) -> str:
+        return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+    found = []
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef) or node.name.startswith("_"):
+            continue
+        derived = any(base_name(b).endswith("Forecaster") for b in node.bases)
+        methods = (f.name for f in node.body if isinstance(f, ast.AsyncFunctionDef | ast.FunctionDef))
+        forecasts = "forecast" in methods
+        if derived or forecasts:
+            found.append(node.name)
+    return found
+
+
 def _from_file(path: Path, name: str) -> type[Forecaster]:
     if not path.is_file():
         raise ForecasterSpecError(f"{path}: no such file")
@@ -253,7 +316,10 @@ def _from_file(path: Path, name: str) -> type[Forecaster]:
             del sys.modules[module_name]
             raise ForecasterSpecError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
     if not hasattr(module, name):
-        raise ForecasterSpecError(f"{path} defines no {name!r}")
+        found = forecaster_classes_in(path)
+        raise ForecasterSpecError(
+            f"{path} defines no {name!r}" + (f"; its forecaster classes: {', '.join(found)}" if found else "")
+        )
     return _check_class(getattr(module, name), f"{path}::{name}")
 
 

@@ -99,8 +99,23 @@ class ResponseCache:
         except sqlite3.DatabaseError as exc:
             if not _damaged(exc):
                 raise
+        # Another process may be creating the file at this moment (its header not yet written): look
+        # again on a fresh connection before calling the file damaged and moving it aside.
+        self._reconnect_after(0.25)
+        try:
+            return operation()
+        except sqlite3.DatabaseError as exc:
+            if not _damaged(exc):
+                raise
             self._set_aside(exc)
             return operation()
+
+    def _reconnect_after(self, seconds: float) -> None:
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+        time.sleep(seconds)
 
     def _tolerant(self, operation: Callable[[], T], what: str) -> T | None:
         """For a run's reads and writes: a cache that cannot be used (still locked after
@@ -147,6 +162,21 @@ class ResponseCache:
             return None
         self.hits += 1
         return json.loads(row[0])
+
+    def recent(self, model: str, limit: int = 2000) -> list[dict[str, Any]]:
+        """The latest ``limit`` answers stored for ``model`` (an endpoint identity), newest first: what a cost
+        estimate learns a model's typical answer length from. Never counted as hits or misses."""
+
+        def read() -> Any:
+            return (
+                self._connect()
+                .execute("SELECT value FROM responses WHERE model = ? ORDER BY created DESC LIMIT ?", (model, limit))
+                .fetchall()
+            )
+
+        with self._lock:
+            rows = self._tolerant(read, "read") or []
+        return [json.loads(row[0]) for row in rows]
 
     def put(self, key: str, model: str, value: dict[str, Any]) -> None:
         row = (key, model, json.dumps(value, ensure_ascii=False), time.time())

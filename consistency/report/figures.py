@@ -140,9 +140,36 @@ def reliability(acc: Accuracy, title: str) -> Figure:
     return fig
 
 
-def checks_by_run(runs: list[Run]) -> Figure:
-    """Each check's mean violation per run, side by side, with bootstrap 95% intervals."""
+#: What a check without a value is labelled in :func:`checks_by_run`, by why it has none.
+NOT_RUN, NOT_SCORED = "not run", "none scored"
+
+
+def gaps(runs: list[Run]) -> dict[str, dict[str, str]]:
+    """Per run, the checks (of any run) it has no mean violation for, and why: :data:`NOT_RUN` (the run did
+    not include the check) or :data:`NOT_SCORED` (it did, but no tuple of it could be scored)."""
     names = [c.name for c in _checks_of(runs)]
+    out: dict[str, dict[str, str]] = {}
+    for run in runs:
+        by_name = {c.check.name: c for c in run.checks}
+        missing = {}
+        for name in names:
+            found = by_name.get(name)
+            if found is None:
+                missing[name] = NOT_RUN
+            elif not np.isfinite(_num(found.stats["default"].get("avg_violation"))):
+                missing[name] = NOT_SCORED
+        if missing:
+            out[run.name] = missing
+    return out
+
+
+def checks_by_run(runs: list[Run]) -> Figure:
+    """Each check's mean violation per run, side by side, with bootstrap 95% intervals.
+
+    Three things must not look alike: a mean of 0 (a flat mark labelled "0"), a check the run did not
+    include, and one with no scored tuple (a hatched empty slot labelled "not run" or "none scored")."""
+    names = [c.name for c in _checks_of(runs)]
+    missing = gaps(runs)
     fig = _figure(10, 6)
     axes = fig.subplots(2, 1, sharex=True)
     width = 0.8 / max(len(runs), 1)
@@ -164,11 +191,46 @@ def checks_by_run(runs: list[Run]) -> Figure:
                 ax.annotate(
                     "0", (xz, 0), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7, color=color
                 )
+            for j, name in enumerate(names):
+                why = missing.get(run.name, {}).get(name)
+                if why is not None:
+                    _empty_slot(ax, at[j], width, color, why)
         ax.set_ylabel(METRIC_LABEL[metric])
         ax.grid(axis="y", alpha=0.3)
     axes[1].set_xticks(x, names, rotation=30, ha="right")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside upper center", ncols=min(len(runs), 3), fontsize=8)
     return fig
+
+
+def _empty_slot(ax, at: float, width: float, color: str, why: str) -> None:
+    """A bar's place with no value: a faint hatched outline standing on the axis (its height is a fixed share
+    of the axes, not a value, and it is drawn as an outline, never filled) with the reason written up it."""
+    ax.bar(
+        at,
+        0.3,
+        width,
+        bottom=0,
+        fill=False,
+        hatch="///",
+        edgecolor=color,
+        alpha=0.35,
+        linewidth=0.6,
+        transform=ax.get_xaxis_transform(),  # x in data, y in axes fractions: no effect on the y limits
+        gid=f"empty-slot:{why}",
+    )
+    ax.text(
+        at,
+        0.03,
+        why,
+        rotation=90,
+        ha="center",
+        va="bottom",
+        fontsize=8,
+        color=color,
+        style="italic",
+        bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
+        transform=ax.get_xaxis_transform(),
+    )
 
 
 def versus(comparison: Comparison, metric: str = "default") -> Figure:

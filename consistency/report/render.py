@@ -153,6 +153,29 @@ class Page:
         out.append("</div></section>")
         return "\n".join(out)
 
+    @staticmethod
+    def gaps_note(runs: list[Run]) -> str:
+        """Which run has no value for which check, and why, in words under the figure (and as data for tests):
+        the means over checks of such runs average different checks."""
+        gaps = figures.gaps(runs)
+        if not gaps:
+            return ""
+        items = "".join(
+            f'<li data-run="{esc(name)}">{esc(name)}: '
+            + "; ".join(
+                f'<span data-check="{esc(check)}" data-why="{esc(why)}">{esc(check)} ({esc(why)})</span>'
+                for check, why in missing.items()
+            )
+            + "</li>"
+            for name, missing in gaps.items()
+        )
+        return (
+            f'<div class="note" data-gaps="{sum(len(m) for m in gaps.values())}"><p>Checks without a value '
+            "(<i>not run</i>: the run did not include the check; <i>none scored</i>: no tuple of it could be "
+            "scored). The means over checks of these runs leave them out, so they average different checks."
+            f"</p><ul>{items}</ul></div>"
+        )
+
     # ------------------------------------------------------------------ 2. consistency
     def consistency(self) -> str:
         out = ['<section id="consistency" data-section="consistency"><h2>2. Consistency</h2>']
@@ -391,9 +414,11 @@ class Page:
             drawn = self.figs.render(
                 figures.checks_by_run(runs),
                 "checks_by_run",
-                "Mean violation per check and run, with bootstrap 95% intervals.",
+                "Mean violation per check and run, with bootstrap 95% intervals; a flat mark labelled 0 is a "
+                "mean of 0, a hatched empty slot a check with no value.",
             )
             out.append(figure(drawn))
+            out.append(self.gaps_note(runs))
         out.append("<h3>Consistency versus accuracy</h3>")
         if comp.why_no_correlation:
             out.append(

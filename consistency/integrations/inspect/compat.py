@@ -1,13 +1,14 @@
 """Two accommodations with inspect-ai 0.3.285: our objects' registry names, and the ``openai`` pin.
 
 **Names.** inspect namespaces a task, solver, scorer or metric with its package (``consistency/negation``)
-only when it believes the package is installed: its module lies in site-packages, or the distribution
-found under the *import* name records an editable install (PEP 610 ``direct_url.json``). That second
-test depends on ``sys.path``: ``python -m pytest`` or ``python -c`` run from a clone put the clone's root
-first, where setuptools leaves ``consistency.egg-info`` (no ``direct_url.json``), so every object
-registered as a bare ``negation`` and ``inspect eval consistency/negation`` found nothing. A distribution
-named otherwise than the import package fails the test everywhere. :func:`registered_name` gives each
-decorator the name that makes the result ``consistency/<name>`` wherever Python starts.
+only when it believes the package is installed: its module lies in site-packages, or a distribution
+named like the *import* package records an editable install (PEP 610 ``direct_url.json``). Neither holds
+for an editable install of ours: the distribution is ``forecast-consistency`` (PyPI's ``consistency`` is
+another project), and the test depends on ``sys.path`` anyway: ``python -m pytest`` or ``python -c`` run
+from a clone put the clone's root first, where setuptools leaves an ``.egg-info`` without
+``direct_url.json``. Every object then registered bare (``negation``) and ``inspect eval
+consistency/negation`` found no task. :func:`registered_name` gives each decorator the name that makes
+the result ``consistency/<name>`` wherever Python starts and however the package was installed.
 
 **openai.**
 inspect-ai 0.3.285 refuses ``openai`` below 3.4.0 for every OpenAI-based provider, for one reason

@@ -1,0 +1,152 @@
+"""``cc questions import forecastbench``: ForecastBench's question sets (with outcomes) as our questions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .console import err, escape, out
+from .exits import ExitCode
+
+app = typer.Typer(help="Read questions published elsewhere.", no_args_is_help=True)
+
+SOURCES_HELP = (
+    "Question, resolution or forecast set files, folders of them (a clone of ForecastBench's datasets "
+    "repository too), their URLs, or fb:latest / fb:YYYY-MM-DD (fb:YYYY-MM-DD-human) from --datasets."
+)
+
+
+@app.command("forecastbench")
+def forecastbench(
+    sources: Annotated[list[str], typer.Argument(help=SOURCES_HELP)],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Questions JSONL to write (replaced).")],
+    datasets: Annotated[
+        str | None,
+        typer.Option(
+            help="Where fb: references are found: a local copy of the datasets (folder) or its URL "
+            "(default: ForecastBench's datasets on GitHub)."
+        ),
+    ] = None,
+    resolutions: Annotated[
+        bool, typer.Option("--resolutions/--no-resolutions", help="Attach outcomes from the resolution sets.")
+    ] = True,
+    freeze_values: Annotated[
+        bool, typer.Option(help="Show market questions' freeze-date market value in their bodies, too.")
+    ] = False,
+    tuples: Annotated[
+        Path | None, typer.Option(help="Folder for COMBINATION tuples of the sets' combination questions.")
+    ] = None,
+    runs: Annotated[
+        Path | None,
+        typer.Option(help="Folder for forecast sets given among the sources: COMBINATION forecast lines each."),
+    ] = None,
+    offline: Annotated[bool, typer.Option(help="Downloaded files from the cache only.")] = False,
+    refresh: Annotated[bool, typer.Option(help="Download question sets again even when cached.")] = False,
+) -> None:
+    """ForecastBench question sets as questions: one per market question, one per dataset question and
+    resolution date, outcomes from the resolution sets; ids keep ForecastBench's id, source and date."""
+    from ..forecastbench import ForecastBenchError, load
+    from ..jsonl import write_jsonl
+
+    if out_path.is_dir():
+        raise typer.BadParameter(f"{out_path} is a directory; give a JSONL file", param_hint="--out")
+    try:
+        loaded = load(
+            sources, datasets=datasets, offline=offline, refresh=refresh, resolutions=resolutions,
+            freeze_values=freeze_values,
+        )  # fmt: skip
+    except ForecastBenchError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(ExitCode.USAGE) from None
+    imported = loaded.imported
+    for note in loaded.notes:
+        err.print(f"note: {escape(note)}", soft_wrap=True)
+    _problems(imported.problems)
+    if not imported.questions and not loaded.forecast_sets:
+        err.print("[red]error[/red] no question could be read from the sources")
+        raise typer.Exit(ExitCode.USAGE)
+    try:
+        if imported.questions:
+            write_jsonl(out_path, imported.questions)
+        if tuples is not None and imported.tuples:
+            write_jsonl(tuples / "CombinationChecker.jsonl", imported.tuples)
+        written_runs = _runs(loaded, runs)
+    except OSError as exc:
+        from ..write_errors import cannot_write
+
+        err.print(f"[red]error[/red] {escape(cannot_write(exc))}")
+        raise typer.Exit(ExitCode.USAGE) from None
+    _summary(loaded, out_path)
+    if tuples is not None:
+        shown = escape(str(tuples / "CombinationChecker.jsonl"))
+        out.print(f"{len(imported.tuples)} COMBINATION tuple(s)" + (f" in {shown}" if imported.tuples else ""))
+    for line in written_runs:
+        out.print(line)
+
+
+def _problems(problems) -> None:
+    for p in problems[:20]:
+        err.print(f"  left out {escape(str(p))}", soft_wrap=True)
+    if problems:
+        more = " (the first 20 are listed)" if len(problems) > 20 else ""
+        err.print(f"[yellow]{len(problems)} entr{'y' if len(problems) == 1 else 'ies'} left out{more}[/yellow]")
+
+
+def _summary(loaded, out_path: Path) -> None:
+    from rich.table import Table
+
+    imported = loaded.imported
+    for file, due, res in loaded.sets:
+        with_outcomes = f"outcomes from {escape(Path(res).name)}" if res else "no resolution set"
+        out.print(f"{escape(Path(file).name)} (due {due}): {with_outcomes}")
+    if not imported.questions:
+        return
+    grid = Table(show_edge=True)
+    for col, justify in (("source", "left"), ("questions", "right"), ("outcomes", "right")):
+        grid.add_column(col, justify=justify)
+    from ..forecastbench.formats import MARKET_SOURCES
+
+    for source in sorted(imported.per_source, key=lambda s: (s not in MARKET_SOURCES, s)):
+        grid.add_row(source, str(imported.per_source[source]), str(imported.outcomes[source]))
+    grid.add_section()
+    total = sum(imported.per_source.values())
+    grid.add_row("total", str(total), str(sum(imported.outcomes.values())))
+    out.print(grid)
+    kept = f"{len(imported.questions)} questions written to {escape(str(out_path))}"
+    if loaded.repeated:
+        kept += f" ({loaded.repeated} met twice, kept once)"
+    out.print(kept)
+    if imported.unresolved_markets:
+        out.print(
+            f"{imported.unresolved_markets} unresolved market rows: their current value is kept as information "
+            "(metadata.forecastbench.resolution), not as an outcome"
+        )
+
+
+def _runs(loaded, runs: Path | None) -> list[str]:
+    """Forecast sets among the sources, as COMBINATION forecast lines (one run folder each)."""
+    if not loaded.forecast_sets:
+        return []
+    if runs is None:
+        return [f"{len(loaded.forecast_sets)} forecast set(s) among the sources: give --runs DIR to measure their "
+                "combination rows"]  # fmt: skip
+    from ..forecastbench.combination import combination_lines
+    from ..forecastbench.forecasts import read_forecast_set
+    from ..jsonl import write_jsonl
+
+    if not loaded.imported.tuples:
+        return ["no combination questions in the question sets given, so the forecast sets' combination rows "
+                "have nothing to be measured against (give the question set they answer)"]  # fmt: skip
+    lines_out = []
+    for document in loaded.forecast_sets:
+        forecasts = read_forecast_set(document.doc, document.file)
+        lines, incomplete = combination_lines(loaded.imported.tuples, forecasts.probs)
+        target = runs / Path(document.file).stem
+        write_jsonl(target / "CombinationChecker.jsonl", lines)
+        missing = f"; {incomplete} combination(s) lack one of their six forecasts" if incomplete else ""
+        lines_out.append(
+            f"{escape(forecasts.name)}: {len(lines)} COMBINATION forecast line(s) in {escape(str(target))}{missing}"
+        )
+    return lines_out
