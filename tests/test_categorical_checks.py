@@ -23,6 +23,7 @@ from consistency.checks import (
 from consistency.metrics.categorical import CategoricalPlan, categorical_arbitrage, clip_distribution
 from consistency.metrics.closed_forms import closed_form
 from consistency.metrics.forecast_files import ScoreParams, score_forecasts
+from consistency.repair.categorical import repair_categorical
 
 NEW = ["PARTITION2", "PARTITION3", "PARTITION4", "PARTITION7", "MC_BINARY", "CDF_THRESHOLDS1", "CDF_THRESHOLDS",
        "CDF_THRESHOLDS5", "NUMERIC_PARAPHRASE"]  # fmt: skip
@@ -335,3 +336,40 @@ def test_clipping_of_distributions():
         categorical_arbitrage(MC_BINARY, [[0.5, 0.5, 0.2], [0.6, 0.6, 0.2]])
     with pytest.raises(ValueError, match=r"shape \(N, 3\)"):
         categorical_arbitrage(MC_BINARY, [[0.5, 0.5]])
+
+
+# ------------------------------------------------------------------------------------------ repair
+@pytest.mark.parametrize("score", ["brier", "log"])
+@pytest.mark.parametrize("name", ["MC_BINARY", "CDF_THRESHOLDS", "CDF_THRESHOLDS5", "NUMERIC_PARAPHRASE"])
+def test_repair_is_coherent_and_improves_every_world(name, score):
+    check = get_check(name)
+    F = _forecasts(check, 300, np.random.default_rng(9))
+    result = repair_categorical(check, F, score)
+    assert check.condition_holds(result.repaired, tol=1e-9).all()
+    assert (result.guaranteed >= result.moved - 1e-10).all() and (result.moved > 0).all()
+    if score == "log":
+        assert result.moved == pytest.approx(_violation(check, F).arbitrage.violation, abs=1e-15)
+
+
+def test_brier_repair_is_the_projection():
+    """Against a brute-force projection onto the hull of the one-hot worlds (SLSQP over λ)."""
+    rng = np.random.default_rng(6)
+    for check in (CDF_THRESHOLDS, MC_BINARY):
+        E = check.expanded_worlds.astype(float)
+        F = _forecasts(check, 5, rng)
+        repaired = repair_categorical(check, F).repaired
+        for row, q in zip(F, repaired, strict=True):
+            res = minimize(
+                lambda lam, row=row, E=E: ((lam @ E - row) ** 2).sum(), np.full(len(E), 1 / len(E)), method="SLSQP",
+                bounds=[(0, 1)] * len(E), constraints=[{"type": "eq", "fun": lambda lam: lam.sum() - 1}],
+                options={"ftol": 1e-15, "maxiter": 1000},
+            )  # fmt: skip
+            assert np.abs(res.x @ E - q).max() < 1e-6
+            assert ((q - row) ** 2).sum() <= res.fun + 1e-12
+    # NUMERIC_PARAPHRASE: the average of the two distributions.
+    F = _forecasts(NUMERIC_PARAPHRASE, 3, rng)
+    repaired = repair_categorical(NUMERIC_PARAPHRASE, F).repaired
+    assert (
+        repaired[:, :202] == pytest.approx((F[:, :202] + F[:, 202:]) / 2)
+        and (repaired[:, 202:] == repaired[:, :202]).all()
+    )
