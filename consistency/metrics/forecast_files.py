@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from .. import __version__
 from ..checks import Check, all_checks, get_check
+from ..checks.condition import SameDistribution
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LFS_MESSAGE, LineError, atomic_write, dump_line, iter_json_lines, write_json
 from ..models import ForecastLine
@@ -81,8 +82,19 @@ class CheckScores:
             "frequentist": self.frequentist,
         }[metric]
 
+    @cached_property
+    def largest_cdf_gap(self) -> np.ndarray | None:
+        """For checks that compare two numeric distributions (NUMERIC_PARAPHRASE): the largest gap between their
+        CDFs per tuple (the Kolmogorov-Smirnov distance), the plain measure reported beside the arbitrage."""
+        for c in self.check.constraints:
+            if isinstance(c, SameDistribution) and c.ordered:
+                cols = self.check.column_slices
+                return np.abs(c.compare(self.probs[:, cols[c.a]], self.probs[:, cols[c.b]])[0]).max(axis=1)
+        return None
+
     def violation_data(self, i: int) -> dict[str, Any]:
-        """Row ``i`` in the paper's ``violation_data`` layout, plus prices, gap and ε."""
+        """Row ``i`` in the paper's ``violation_data`` layout, plus prices, gap and ε (and the largest CDF gap of
+        two numeric distributions)."""
         out: dict[str, Any] = {}
         for metric in METRICS:
             value = float(self.values(metric)[i])
@@ -100,6 +112,8 @@ class CheckScores:
                 )
                 entry["gap"] = float(self.arbitrage.gap[i])
                 entry["epsilon"] = self.params.epsilon
+            if metric == "default" and self.largest_cdf_gap is not None:
+                entry["largest_cdf_gap"] = float(self.largest_cdf_gap[i])
             out[metric] = entry
         return out
 
