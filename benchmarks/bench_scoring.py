@@ -64,16 +64,9 @@ def main() -> None:
     rng = np.random.default_rng(0)
     for check in all_checks():
         F = forecasts(check, args.n, rng)
-        score_forecasts(check, F[:1000])  # warm-up: caches the check's solver tables
-        times, cpu = [], []
-        for _ in range(args.repeat):
-            start, start_cpu = time.perf_counter(), time.process_time()
-            result = score_forecasts(check, F)
-            times.append(time.perf_counter() - start)
-            cpu.append(time.process_time() - start_cpu)
+        result, rate, cpu_rate = timed(check, F, args.repeat)
         ref = closed_form(check.name, F)
         dev = "-" if ref is None else f"{np.abs(ref - result.arbitrage.violation).max():.2e}"
-        rate, cpu_rate = args.n / statistics.median(times), args.n / statistics.median(cpu)
         fallback = args.n - int(fast_path_certified(check, F))
         print(
             f"{check.name} tuples_per_s={rate:.0f} cpu_tuples_per_s={cpu_rate:.0f} "
@@ -83,18 +76,11 @@ def main() -> None:
         check = get_check(name)
         n = max(args.n // share, 100)
         F = categorical_forecasts(check, n, rng)
-        score_forecasts(check, F[:1000])
-        times, cpu = [], []
-        for _ in range(args.repeat):
-            start, start_cpu = time.perf_counter(), time.process_time()
-            result = score_forecasts(check, F)
-            times.append(time.perf_counter() - start)
-            cpu.append(time.process_time() - start_cpu)
+        result, rate, cpu_rate = timed(check, F, args.repeat)
         dev = generic_deviation(check, F[:5000], result.arbitrage.violation[:5000])
         print(
-            f"{check.name} tuples_per_s={n / statistics.median(times):.0f} "
-            f"cpu_tuples_per_s={n / statistics.median(cpu):.0f} max_gap={result.arbitrage.gap.max():.2e} "
-            f"max_closed_form_dev={dev} fallback=-"
+            f"{check.name} tuples_per_s={rate:.0f} cpu_tuples_per_s={cpu_rate:.0f} "
+            f"max_gap={result.arbitrage.gap.max():.2e} max_closed_form_dev={dev} fallback=-"
         )
     cdfs = np.sort(rng.random((args.n, 201)), axis=1)
     outcomes = rng.random(args.n) * 1.2 - 0.1
@@ -106,6 +92,19 @@ def main() -> None:
         times.append(time.perf_counter() - start)
     print(f"CRPS forecasts={args.n} points=201 seconds={statistics.median(times):.3f}")
     print(f"loadavg={' '.join(f'{x:.2f}' for x in os.getloadavg())} cores={os.cpu_count()}")
+
+
+def timed(check, F: np.ndarray, repeat: int):
+    """The scores of ``F`` and the tuples per second, wall clock and CPU (medians of ``repeat`` runs after a
+    warm-up that caches the check's solver tables)."""
+    score_forecasts(check, F[:1000])
+    times, cpu = [], []
+    for _ in range(repeat):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        result = score_forecasts(check, F)
+        times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return result, len(F) / statistics.median(times), len(F) / statistics.median(cpu)
 
 
 def categorical_forecasts(check, n: int, rng: np.random.Generator) -> np.ndarray:
