@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx2
+from smoke import parse_args
 
 from consistency.sources import HttpSettings, Metaculus, ScrapeOptions, scrape
 from consistency.sources.http import full_url
@@ -62,7 +63,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--page-size", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=4, help="pages in flight (the scraper's default)")
-    args = parser.parse_args()
+    args = parse_args(parser, {"n": 200, "latency": 0.01, "page_size": 50})
     os.environ["METACULUS_TOKEN"] = TOKEN
     proc, root = start_server(args.n, args.latency, args.page_size)
     try:
