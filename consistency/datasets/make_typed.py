@@ -5,8 +5,8 @@ shapes Metaculus and Polymarket publish, each with ``metadata.provenance`` sayin
 ``typed/tuples/<Checker>.jsonl`` with the template instantiator, no model call:
 
 - ``Partition<k>Checker``: each multiple-choice question with k options, its options asked one by one;
-- ``McBinaryChecker``: each multiple-choice question against one option (chosen by its id) and against the union
-  of its first two options;
+- ``McBinaryChecker``: each multiple-choice question against the option or union its id chooses and against the
+  union of its first two options (its second and third when that was the choice);
 - ``CdfThresholdsChecker``: each numeric or date question at three thresholds, evenly on its scale and rounded;
 - ``NumericParaphraseChecker``: each numeric or date question and the second wording written beside it
   (``metadata.second_wording``), so that no model is asked for one.
@@ -47,8 +47,12 @@ def make_typed(questions_path: Path, out_dir: Path) -> dict[str, list[dict]]:
         if q.question_type == "multiple_choice":
             options = q.options or []
             add(get_check(f"PARTITION{len(options)}"), categorical_tuple(get_check(f"PARTITION{len(options)}"), q))
-            add(MC_BINARY, categorical_tuple(MC_BINARY, q))
-            add(MC_BINARY, categorical_tuple(MC_BINARY, q, options=options[:2]))
+            one = categorical_tuple(MC_BINARY, q)
+            union = categorical_tuple(MC_BINARY, q, options=options[:2])
+            if union["P"]["id"] == one["P"]["id"]:  # the choice by id was that union already
+                union = categorical_tuple(MC_BINARY, q, options=options[1:3])
+            add(MC_BINARY, one)
+            add(MC_BINARY, union)
         elif fits(CDF_THRESHOLDS, q):
             add(CDF_THRESHOLDS, categorical_tuple(CDF_THRESHOLDS, q))
             wording = (q.metadata or {}).get("second_wording")
