@@ -24,5 +24,6 @@ def benchmark_dir() -> Path:
 def typed_benchmark_dir() -> Path:
     """``typed/``: ``questions.jsonl`` (8 multiple-choice, 8 numeric and 2 date questions, each with its
     ``metadata.provenance``) and ``tuples/<Checker>.jsonl`` of PARTITION<k>, MC_BINARY, CDF_THRESHOLDS and
-    NUMERIC_PARAPHRASE (``python -m consistency.datasets.make_typed``)."""
+    NUMERIC_PARAPHRASE, and ``forecasts/<Checker>.jsonl``: a synthetic forecaster's incoherent answers to them, for
+    examples (``python -m consistency.datasets.make_typed`` writes both)."""
     return Path(str(files(__package__).joinpath("typed")))
