@@ -202,22 +202,29 @@ def test_cc_repair_makes_the_files_coherent_and_cc_diff_reads_them(forecasts, tm
     probs = np.asarray(first["X"]["forecast"]["probs"])
     assert probs[group].sum() == pytest.approx((2 * a + P_ANSWER) / 3) == pytest.approx(first["P"]["forecast"]["prob"])
     assert np.ptp(probs[group]) < 1e-12 and first["X"]["forecast"]["metadata"]["repair"]["original_probs"]
-    # Jointly: NUMERIC_PARAPHRASE's grid is too large for the joint projection, and a joint log repair of
-    # categorical fields is refused: one sentence each, exit 2, nothing written.
-    refused = cc("repair", source, "-o", tmp_path / "joint")
-    assert refused.returncode != 0 and "NUMERIC_PARAPHRASE has more" in refused.stderr
-    assert "Traceback" not in refused.stderr and not (tmp_path / "joint").exists()
-    rest = tmp_path / "rest"
-    rest.mkdir()
-    for path in source.glob("*.jsonl"):
-        if path.name != "NumericParaphraseChecker.jsonl":
-            (rest / path.name).write_bytes(path.read_bytes())
-    refused = cc("repair", rest, "--score", "log", "--joint", "-o", tmp_path / "joint-log")
-    assert refused.returncode != 0 and "joint log repair covers yes/no checks" in refused.stderr
-    joint = tmp_path / "joint"
-    assert cc("repair", rest, "-o", joint).returncode == 0
+    # Jointly: NUMERIC_PARAPHRASE's grid is too many worlds for the joint projection, but its tuples share no
+    # value with others, so each is a component of its own (repaired on its own); everything re-scores coherent.
+    joint, rejoint = tmp_path / "joint", tmp_path / "joint-scored"
+    done = cc("repair", source, "-o", joint)
+    assert done.returncode == 0, done.stderr
     report = json.loads((joint / "repair.json").read_text())
-    assert report["total"]["violation_after"] < 1e-6 and report["total"]["guaranteed"] > 0
+    assert report["joint"] and report["total"]["violation_after"] < 1e-6 and report["total"]["guaranteed"] > 0
+    assert cc("score", joint, "-o", rejoint, "--bootstrap", "0").returncode == 0
+    assert max(v for p in rejoint.glob("*Checker.jsonl") for v in _violations(p)) < 1e-6
+    paraphrase = {r["check"]: r for r in report["checks"]}["NUMERIC_PARAPHRASE"]
+    alone = {r["check"]: r for r in json.loads((per_tuple / "repair.json").read_text())["checks"]}
+    assert paraphrase["moved"] == pytest.approx(alone["NUMERIC_PARAPHRASE"]["moved"], rel=1e-9)
+    # A paraphrase tuple sharing its questions (the same tuple twice) cannot be joined: one sentence, nothing
+    # written; neither can a joint log repair of categorical fields.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    first_line = (source / "NumericParaphraseChecker.jsonl").read_text().splitlines()[0]
+    (shared / "NumericParaphraseChecker.jsonl").write_text(f"{first_line}\n{first_line}\n")
+    refused = cc("repair", shared, "-o", tmp_path / "shared-joint")
+    assert refused.returncode == 2 and "share a question with other tuples" in refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "shared-joint").exists()
+    refused = cc("repair", source, "--score", "log", "--joint", "-o", tmp_path / "joint-log")
+    assert refused.returncode == 2 and "joint log repair covers yes/no checks" in refused.stderr
     # cc diff: the scored files against the repaired ones, tuple by tuple.
     assert cc("score", source, "-o", scored, "--bootstrap", "0").returncode == 0
     diff = cc("diff", scored, per_tuple)
