@@ -252,3 +252,27 @@ def test_grid_helpers():
     cdf = np.array([np.linspace(0, 1, 201), np.linspace(0, 0.5, 201)])
     assert dist.cdf_at(cdf[:, None, :], [[0.25, 0.5], [0.25, 1.5]]).tolist() == [[0.25, 0.5], [0.125, 0.5]]
     assert dist.pmf(cdf).shape == (2, 202) and dist.pmf(cdf).sum(axis=1) == pytest.approx([1, 1])
+
+
+def test_the_store_reads_a_typed_checks_lines_into_its_columns_as_cc_score_does(tmp_path):
+    """The run store (cc diff, cc report) reads a multiple-choice or numeric tuple's distributions into the
+    check's columns, the same numbers cc score scores; a line that does not fit them is a named LineError."""
+    from consistency.datasets import typed_benchmark_dir
+    from consistency.evaluation.scoring import score_file
+    from consistency.store.lines import read_tuple_columns
+
+    for path in sorted((typed_benchmark_dir() / "forecasts").glob("*.jsonl")):
+        check = get_check(path.stem)
+        columns = read_tuple_columns(path, check, text=True)
+        assert not columns.errors and len(columns) > 0
+        assert columns.probs.shape == (len(columns), check.n_columns)
+        assert all(len(t) == check.n_columns for t in columns.titles or [])
+        np.testing.assert_array_equal(columns.probs, score_file(path).scores.probs)
+    source = typed_benchmark_dir() / "forecasts" / "McBinaryChecker.jsonl"
+    obj = json.loads(source.read_text(encoding="utf-8").splitlines()[0])
+    name = next(f for f in get_check("MC_BINARY").field_names if "probs" in obj["line"][f]["forecast"])
+    obj["line"][name]["forecast"] = {"prob": 0.5}  # a multiple-choice field answered as yes/no
+    bad = tmp_path / source.name
+    bad.write_text(dump_line(obj) + "\n", encoding="utf-8")
+    columns = read_tuple_columns(bad, get_check("MC_BINARY"))
+    assert len(columns) == 0 and [(e.line, e.field) for e in columns.errors] == [(1, "line")]

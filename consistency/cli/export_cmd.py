@@ -25,9 +25,10 @@ def inspect_log(
     ] = 1e-3,
 ) -> None:
     """Write RUN's forecasts as an inspect log of task consistency/all, scored as the inspect task scores."""
+    from ..evaluation.scoring import ScoringError
     from ..files import DetectionError
     from ..integrations.inspect.logs import export_run
-    from ..metrics.forecast_files import ScoreParams, ScoringError
+    from ..metrics.scoring import ScoreParams
 
     try:
         metrics = export_run(run, output, ScoreParams(epsilon=epsilon))

@@ -13,6 +13,7 @@ import typer
 
 from ..embeddings import make_embedder
 from ..questions import QuestionReport, Window, build_questions, related_titles, synthetic_titles, verify_questions
+from ..store.layout import resolved_file
 from .bounds import positive
 from .console import err, escape, out
 from .exits import ExitCode, interrupted_code
@@ -438,7 +439,12 @@ def resolve_cmd(
     questions: Annotated[Path, typer.Argument(help="Questions JSONL.")],
     out_path: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Where to write (default: <name>.resolved.jsonl).", callback=_file_out),
+        typer.Option(
+            "--out",
+            "-o",
+            help=f"Where to write (default: {resolved_file(Path('<name>.jsonl')).name}).",
+            callback=_file_out,
+        ),
     ] = None,
     as_of: Annotated[str | None, typer.Option(help="Resolve questions due by this day (default: today).")] = None,
     votes: Annotated[int, typer.Option(min=1, help="Model answers per question; the majority of yes/no wins.")] = 1,
@@ -451,7 +457,7 @@ def resolve_cmd(
 
     pool = load_questions(questions)
     day = _day_option(as_of, "--as-of") or date.today()
-    target = out_path or questions.with_name(questions.name.removesuffix(".jsonl") + ".resolved.jsonl")
+    target = out_path or resolved_file(questions)
 
     async def run():
         async with llm_args.client() as llm:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..store.layout import REPAIR_REPORT
 from .console import err, escape, fmt, out
 from .exits import ExitCode, interrupted_code, terminated
 
@@ -116,7 +117,7 @@ def repair(
         out.print(render_table(report))
         _notes(report)
     if report.errors:
-        err.print(f"[yellow]{len(report.errors)} line error(s) left out[/yellow] (all listed in repair.json):")
+        err.print(f"[yellow]{len(report.errors)} line error(s) left out[/yellow] (all listed in {REPAIR_REPORT}):")
         for line in report.errors[:5]:
             err.print(f"  {line}", markup=False, soft_wrap=True)
     err.print(f"repaired forecasts written to [bold]{escape(str(report.out))}[/bold] (0 model calls)")
@@ -168,7 +169,7 @@ def _notes(report: RepairReport) -> None:
         sets = len({c.conflict for c in report.left_out})
         out.print(
             f"[yellow]{len(report.left_out)} tuple(s) left out[/yellow]: {sets} set(s) of tuples that contradict "
-            "each other (--skip-conflicts; all listed in repair.json):"
+            f"each other (--skip-conflicts; all listed in {REPAIR_REPORT}):"
         )
         for c in report.left_out[:10]:
             out.print(f"  set {c.conflict + 1}: {c.describe()}", markup=False, soft_wrap=True)

@@ -50,8 +50,8 @@ def report(
 
     from ..accuracy.inputs import ScoreInputError
     from ..errors import InputError
+    from ..evaluation.scoring import ScoringError
     from ..files import DetectionError
-    from ..metrics.forecast_files import ScoringError
     from ..report import ReportInputError, make_report
 
     start = time.perf_counter()
@@ -87,7 +87,7 @@ def report(
 
 
 def _add_diff(paths: list[str], page: Path) -> None:
-    from ..metrics.run_diff import diff_runs
+    from ..evaluation.diff import diff_runs
     from ..report.diff_section import add_to_report, diff_html
 
     if len(paths) != 2:

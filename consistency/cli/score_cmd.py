@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..store.layout import SUMMARY
 from .console import err, escape, fmt, out, pct, print_skipped
 
 if TYPE_CHECKING:  # the scoring stack (numpy, pydantic models) loads when the command runs, not for --help
     from rich.table import Table
 
-    from ..metrics.forecast_files import ScoreParams, ScoreReport
+    from ..evaluation.scoring import ScoreReport
+    from ..metrics.scoring import ScoreParams
 
 
 def score(
@@ -41,8 +43,7 @@ def score(
     seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
 ) -> None:
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
-    from ..files import DetectionError
-    from ..metrics.forecast_files import (
+    from ..evaluation.scoring import (
         NothingToScore,
         ScoreParams,
         ScoringError,
@@ -50,6 +51,7 @@ def score(
         score_path,
         write_report,
     )
+    from ..files import DetectionError
     from ..paths import new_run_dir
 
     params = ScoreParams(epsilon=epsilon, bootstrap=bootstrap, seed=seed)
@@ -95,8 +97,8 @@ def _score_inspect_log(
     if len(paths) > 1:
         err.print("[red]error[/red] give one inspect log at a time (score forecast files in another command)")
         raise typer.Exit(2)
+    from ..evaluation.scoring import ScoringError
     from ..integrations.inspect.logs import score_log
-    from ..metrics.forecast_files import ScoringError
     from ..paths import new_run_dir
 
     log = logs[0]
@@ -124,7 +126,7 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
 
     from rich.table import Table
 
-    from ..metrics.forecast_files import RunSkipped, score_runs
+    from ..evaluation.scoring import RunSkipped, score_runs
 
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
@@ -157,7 +159,7 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
         )
         if result["errors"]:
             n = len(result["errors"])
-            err.print(f"[yellow]{escape(run.name)}: {n} line error(s)[/yellow] (listed in its summary.json)")
+            err.print(f"[yellow]{escape(run.name)}: {n} line error(s)[/yellow] (listed in its {SUMMARY})")
     if as_json:
         out.print_json(json.dumps(summaries))
     else:
@@ -204,4 +206,4 @@ def render_table(report: ScoreReport) -> Table:
 
 
 def _report_errors(report: ScoreReport) -> None:
-    print_skipped(report.errors, "summary.json", "line(s) could not be scored", limit=20)
+    print_skipped(report.errors, SUMMARY, "line(s) could not be scored", limit=20)

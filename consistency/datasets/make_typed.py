@@ -27,6 +27,7 @@ from ..generate.categorical import categorical_tuple, fits
 from ..jsonl import read_jsonl, write_jsonl
 from ..models import ChoiceForecast, ForecastingQuestion, NumericForecast, tuple_model
 from ..outcomes import event_of
+from ..store import layout
 from . import typed_benchmark_dir
 
 
@@ -106,13 +107,13 @@ def sample_forecasts(check: Check, tup: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=Path, default=typed_benchmark_dir() / "questions.jsonl")
-    parser.add_argument("--out", type=Path, default=typed_benchmark_dir() / "tuples")
-    parser.add_argument("--forecasts", type=Path, default=typed_benchmark_dir() / "forecasts")
+    parser.add_argument("--questions", type=Path, default=typed_benchmark_dir() / layout.BENCHMARK_QUESTIONS)
+    parser.add_argument("--out", type=Path, default=typed_benchmark_dir() / layout.TUPLES_DIR)
+    parser.add_argument("--forecasts", type=Path, default=typed_benchmark_dir() / layout.FORECASTS_DIR)
     args = parser.parse_args(argv)
     for name, tuples in make_typed(args.questions, args.out).items():
         print(f"{args.out / name}.jsonl: {len(tuples)} tuples")
-        write_jsonl(args.forecasts / f"{name}.jsonl", [sample_forecasts(get_check(name), t) for t in tuples])
+        write_jsonl(args.forecasts / layout.forecast_file(name), [sample_forecasts(get_check(name), t) for t in tuples])
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ from ..checks import Check, all_checks, get_check
 from ..datasets import benchmark_dir
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
-from ..metrics.forecast_files import ScoringError, forecast_files
 from ..models import ForecastingQuestion, ForecastLine
+from ..store import layout
+from .scoring import ScoringError, forecast_files
 
 T = TypeVar("T")
 
@@ -37,7 +38,7 @@ class TupleSet:
 
 
 def bundled_tuples() -> Path:
-    return benchmark_dir() / "tuples"
+    return benchmark_dir() / layout.TUPLES_DIR
 
 
 def load_benchmark(

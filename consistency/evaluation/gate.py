@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..evaluation.diff import read_run_scores
 from ..forecasters import Forecaster
-from ..metrics.forecast_files import ScoreReport
 from ..metrics.gates import checked_limit, over_limit
-from ..metrics.run_diff import read_run_scores
 from .asking import RunOptions
 from .runner import evaluate
+from .scoring import ScoreReport
 
 
 class InconsistentForecaster(AssertionError):

@@ -8,9 +8,12 @@ negative one (no violation is below 0): a gate that cannot fail is a defect, not
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from .forecast_files import ScoreReport
+
+if TYPE_CHECKING:  # the report is only read here, through its public methods
+    from ..evaluation.scoring import ScoreReport
 
 
 class LimitError(InputError):
