@@ -268,6 +268,9 @@ def _match(ids_a: list[str], ids_b: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(ia, dtype=np.int64), np.asarray(ib, dtype=np.int64)
 
 
+_SHOWN_COLUMNS = 12  # forecast columns of one tuple listed among the tuples that changed most
+
+
 def _most_changed(ra: RunScores, rb: RunScores, pairs: dict[str, Any], top: int) -> list[Changed]:
     if top <= 0 or not pairs:
         return []
@@ -287,7 +290,12 @@ def _most_changed(ra: RunScores, rb: RunScores, pairs: dict[str, Any], top: int)
         i, j = int(idx_a[within[k]]), int(idx_b[within[k]])
         ia, ib = ra.groups[name], rb.groups[name]
         score_a, score_b = float(sa[within[k]]), float(sb[within[k]])
-        out.append(Changed(name, ia.ids[i], score_a, score_b, ia.fields, ia.titles[i], ia.probs[i], ib.probs[j]))
+        fields, titles, pa, pb = ia.fields, ia.titles[i], ia.probs[i], ib.probs[j]
+        if len(fields) > _SHOWN_COLUMNS:  # a numeric grid (NUMERIC_PARAPHRASE): the columns that moved most
+            keep = np.sort(np.argsort(-np.abs(np.subtract(pb, pa)), kind="stable")[:_SHOWN_COLUMNS])
+            fields, titles = tuple(fields[c] for c in keep), [titles[c] for c in keep]
+            pa, pb = [pa[c] for c in keep], [pb[c] for c in keep]
+        out.append(Changed(name, ia.ids[i], score_a, score_b, fields, titles, pa, pb))
     return out
 
 
@@ -298,7 +306,7 @@ def _checker_file(run: Run, file: ForecastFile, metric: str, params: ScoreParams
     if len(unscored):  # a forecast file without our violation_data: score its answers here
         score[unscored] = score_forecasts(file.check, columns.probs[unscored], params=params).values(metric)
     titles = [list(t) for t in columns.titles or []]
-    fields = tuple(file.check.field_names)
+    fields = tuple(file.check.columns)  # a categorical field has one column per outcome
     return Items(columns.ids(), score, columns.probs.tolist(), titles, fields), columns.errors
 
 

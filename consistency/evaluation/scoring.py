@@ -26,6 +26,7 @@ from ..jsonl import LFS_MESSAGE, LineError, atomic_write, dump_line, iter_json_l
 from ..metrics import MetricStats
 from ..metrics.scoring import METRICS, CheckScores, ScoreParams, score_forecasts
 from ..models import ForecastLine
+from ..outcomes import TupleShapeError, forecast_row
 from ..store import layout
 from ..store.meta import RunMetaError, optional_run_meta
 
@@ -251,9 +252,16 @@ def score_file(path: str | Path, params: ScoreParams | None = None, check: str |
             errors.extend(item)
             continue
         assert isinstance(item, ForecastLine)
-        rows.append([item.line[name].forecast.prob for name in chk.field_names])
+        if chk.categorical:  # multiple-choice / numeric fields: their distributions as the check's columns
+            try:
+                rows.append(list(forecast_row(chk, item.line)))
+            except TupleShapeError as exc:
+                errors.append(LineError(str(path), number, "line", str(exc)))
+                continue
+        else:
+            rows.append([item.line[name].forecast.prob for name in chk.field_names])
         numbers.append(number)
-    probs = np.array(rows, dtype=float).reshape(len(rows), chk.n_fields)
+    probs = np.array(rows, dtype=float).reshape(len(rows), chk.n_columns)
     if errors:
         log.warning("%s: %d line(s) could not be scored", path, len({e.line for e in errors}))
     return ScoredFile(Path(path), chk, numbers, errors, score_forecasts(chk, probs, params=params), n_lines)

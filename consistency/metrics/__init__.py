@@ -3,6 +3,7 @@ tuples (no file is read or written here); :mod:`consistency.evaluation.scoring` 
 files and runs (``cc score``). The accuracy lens is :mod:`consistency.accuracy`."""
 
 from .arbitrage import DEFAULT_EPSILON, ArbitrageResult, arbitrage, clip_forecasts
+from .categorical import categorical_arbitrage
 from .frequentist import FrequentistParams, frequentist
 from .stats import MetricStats, bootstrap_mean_ci, summarize
 
@@ -17,6 +18,7 @@ __all__ = [
     "MetricStats",
     "arbitrage",
     "bootstrap_mean_ci",
+    "categorical_arbitrage",
     "clip_forecasts",
     "frequentist",
     "summarize",

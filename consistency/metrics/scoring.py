@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..checks import Check, get_check
+from ..checks.condition import SameDistribution
 from . import (
     ARBITRAGE_THRESHOLD,
     DEFAULT_EPSILON,
@@ -26,6 +28,7 @@ from . import (
     frequentist,
     summarize,
 )
+from .categorical import categorical_arbitrage
 
 #: Metric keys of the paper's ``violation_data``, in its order.
 METRICS = ("default", "default_scaled", "frequentist")
@@ -74,8 +77,19 @@ class CheckScores:
             "frequentist": self.frequentist,
         }[metric]
 
+    @cached_property
+    def largest_cdf_gap(self) -> np.ndarray | None:
+        """For checks that compare two numeric distributions (NUMERIC_PARAPHRASE): the largest gap between their
+        CDFs per tuple (the Kolmogorov-Smirnov distance), the plain measure reported beside the arbitrage."""
+        for c in self.check.constraints:
+            if isinstance(c, SameDistribution) and c.ordered:
+                cols = self.check.column_slices
+                return np.abs(c.compare(self.probs[:, cols[c.a]], self.probs[:, cols[c.b]])[0]).max(axis=1)
+        return None
+
     def violation_data(self, i: int) -> dict[str, Any]:
-        """Row ``i`` in the paper's ``violation_data`` layout, plus prices, gap and ε."""
+        """Row ``i`` in the paper's ``violation_data`` layout, plus prices, gap and ε (and the largest CDF gap of
+        two numeric distributions)."""
         out: dict[str, Any] = {}
         for metric in METRICS:
             value = float(self.values(metric)[i])
@@ -89,10 +103,12 @@ class CheckScores:
             }
             if metric != "frequentist":
                 entry["arbitrage_prices"] = dict(
-                    zip(self.check.field_names, self.arbitrage.prices[i].tolist(), strict=True)
+                    zip(self.check.columns, self.arbitrage.prices[i].tolist(), strict=True)
                 )
                 entry["gap"] = float(self.arbitrage.gap[i])
                 entry["epsilon"] = self.params.epsilon
+            if metric == "default" and self.largest_cdf_gap is not None:
+                entry["largest_cdf_gap"] = float(self.largest_cdf_gap[i])
             out[metric] = entry
         return out
 
@@ -118,12 +134,18 @@ def score_forecasts(
     weights: np.ndarray | None = None,
     params: ScoreParams | None = None,
 ) -> CheckScores:
-    """Score an ``(N, n_fields)`` array of probabilities, columns in the check's field order."""
+    """Score an ``(N, n_columns)`` array of probabilities, columns in the check's :attr:`~Check.columns` order (one
+    per yes/no field; one per outcome of a categorical field, see :func:`consistency.outcomes.forecast_rows`)."""
     check = get_check(check)
     params = params or ScoreParams()
     probs = np.asarray(probs, dtype=float)
     if probs.ndim == 1:
         probs = probs[None, :]
-    arb = arbitrage(probs, check.worlds, weights, epsilon=params.epsilon)
-    freq = frequentist(probs, check.constraints, check.field_names, beta=params.beta)
+    if check.categorical:
+        arb = categorical_arbitrage(check, probs, weights, epsilon=params.epsilon)
+        groups = {name: check.column_slices[name] for name in check.categorical}
+        freq = frequentist(probs, check.constraints, check.columns, beta=params.beta, groups=groups)
+    else:
+        arb = arbitrage(probs, check.worlds, weights, epsilon=params.epsilon)
+        freq = frequentist(probs, check.constraints, check.field_names, beta=params.beta)
     return CheckScores(check, probs, arb, freq, params)

@@ -21,15 +21,19 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..checks.check import NONE
+from ..checks.check import NONE, Check
 from ..evaluation.scoring import ScoredFile, ScoreReport, write_stats
 from ..jsonl import atomic_write, dump_line, iter_json_lines, write_json
 from ..locking import try_lock
 from ..metrics.scoring import ScoreParams, score_forecasts
+from ..models import ForecastEntry
+from ..outcomes import forecast_with_columns
 from ..store.layout import LOCK_FILE, REPAIR_REPORT, RUN_FILE, forecast_file, partial_name, partial_pattern
 from ..store.meta import RunMetaError, optional_run_meta
 from ..store.outputs import output_dir
 from . import Score, repair_graph, repair_tuples
+from .categorical import MAX_HULL_WORLDS
+from .common import SCORES
 from .conflicts import ConflictingTuples, summary
 from .report_model import CheckRepair, ConflictTuple, RepairReport, RepairTotal, Sums, contradictory, mean_violation
 from .sources import CheckTuples, ForecastGraph, RepairInputError, read_graph
@@ -37,7 +41,6 @@ from .sources import CheckTuples, ForecastGraph, RepairInputError, read_graph
 log = logging.getLogger(__name__)
 
 REPORT_FILE = REPAIR_REPORT
-SCORES: tuple[Score, ...] = ("brier", "log")
 
 
 class ConflictingForecasts(ConflictingTuples):
@@ -120,18 +123,32 @@ def repair_forecasts(
                 f"{', '.join(conditional)}; repair with the log score tuple by tuple (--per-tuple), or jointly "
                 "with the Brier score"
             )
+        categorical = sorted({c.check.name for c in used if c.check.categorical})
+        if score == "log" and categorical:
+            raise RepairInputError(
+                f"a joint log repair covers yes/no checks, and these have multiple-choice or numeric fields: "
+                f"{', '.join(categorical)}; repair with the log score tuple by tuple (--per-tuple), or jointly with "
+                "the Brier score"
+            )
+        alone = _alone(used, graph.n_questions)
+        joined = [c for c in used if not any(c is a for a in alone)]
         try:
-            result = repair_graph([(c.check, c.idx) for c in used], start, score, skip_conflicts=skip_conflicts)
+            result = repair_graph([(c.check, c.idx) for c in joined], start, score, skip_conflicts=skip_conflicts)
         except ConflictingTuples as exc:
-            raise ConflictingForecasts(exc, _describe(graph, used, exc.tuples)) from None
+            raise ConflictingForecasts(exc, _describe(graph, joined, exc.tuples)) from None
         for number, conflict in enumerate(result.conflicts):
-            left_out += _describe(graph, used, conflict.tuples, number)
+            left_out += _describe(graph, joined, conflict.tuples, number)
         worlds = result.worlds
-        blocks = dict(zip([id(c) for c in used], result.per_block, strict=True))
-        per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
+        blocks = dict(zip([id(c) for c in joined], result.per_block, strict=True))
         status, iterations = result.status, result.iterations
-        after_q = result.repaired
+        after_q = result.repaired.copy()
         total_moved, total_guaranteed = float(result.moved), float(result.guaranteed)
+        for c in alone:  # components of one tuple each: the per-tuple repair is their joint repair
+            own = blocks[id(c)] = repair_tuples(c.check, c.probs, score)
+            after_q[c.idx.ravel()] = own.repaired.ravel()
+            total_moved += float(own.moved.sum())
+            total_guaranteed += float(own.guaranteed.sum())
+        per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
     else:
         per_check = [repair_tuples(c.check, c.probs, score) if c.rows else None for c in graph.checks]
         after_q = _question_means(graph, per_check)
@@ -199,6 +216,23 @@ def repair_forecasts(
     return Repaired(graph, probs, report)
 
 
+def _alone(used: list[CheckTuples], n_questions: int) -> list[CheckTuples]:
+    """The checks whose worlds are too many for the joint projection (a numeric grid): allowed in a joint repair
+    when none of their tuples shares a value with another tuple, so that each is a component of its own."""
+    large = [c for c in used if c.check.categorical and len(c.check.worlds) > MAX_HULL_WORLDS]
+    if not large:
+        return []
+    counts = np.bincount(np.concatenate([c.idx.ravel() for c in used]), minlength=n_questions)
+    shared = sorted({c.check.name for c in large if (counts[c.idx] > 1).any()})
+    if shared:
+        raise RepairInputError(
+            f"a joint repair projects onto hulls of at most {MAX_HULL_WORLDS} worlds, and tuples of "
+            f"{', '.join(shared)} (a numeric question's grid, more worlds) share a question with other tuples; "
+            "repair tuple by tuple (--per-tuple), or leave their file out"
+        )
+    return large
+
+
 def _describe(
     graph: ForecastGraph, used: list[CheckTuples], tuples: list[tuple[int, int]], conflict: int = 0
 ) -> list[ConflictTuple]:
@@ -206,7 +240,7 @@ def _describe(
     out = []
     for b, r in tuples:
         c = used[b]
-        questions = {name: graph.titles[q] for name, q in zip(c.check.field_names, c.rows[r], strict=True)}
+        questions = {name: graph.titles[q] for name, q in zip(c.check.columns, c.rows[r], strict=True)}
         out.append(
             ConflictTuple(check=c.check.name, file=str(c.path), line=c.lines[r], questions=questions, conflict=conflict)
         )
@@ -332,7 +366,9 @@ def _write_into(repaired: Repaired, partial: Path) -> None:
                 i = position.get(number)
                 if i is None or not isinstance(obj, dict):
                     continue
-                for j, field in enumerate(c.check.field_names):
+                if c.check.categorical:
+                    _write_distributions(c.check, obj, probs[i], {**method, "source": f"{c.path}:{number}"})
+                for j, field in enumerate(() if c.check.categorical else c.check.field_names):
                     forecast = obj["line"][field]["forecast"]
                     given = forecast.get("metadata")
                     forecast["prob"] = float(probs[i, j])
@@ -350,6 +386,25 @@ def _write_into(repaired: Repaired, partial: Path) -> None:
     write_stats(scored, partial, summary)
     write_json(partial / REPORT_FILE, report.model_dump(mode="json"))
     write_json(partial / RUN_FILE, _run_record(graph, report, forecaster))
+
+
+def _write_distributions(check: Check, obj: dict[str, Any], row: np.ndarray, method: dict[str, Any]) -> None:
+    """A line of a check with categorical fields takes its repaired columns: a yes/no field its prob, a
+    multiple-choice or numeric field its distribution moved to the repaired masses (the original kept)."""
+    entries = {name: ForecastEntry.model_validate(obj["line"][name]) for name in check.field_names}
+    for name in check.field_names:
+        forecast = obj["line"][name]["forecast"]
+        values = row[check.column_slices[name]]
+        if name in check.categorical:
+            new = forecast_with_columns(check, name, entries, values).model_dump(mode="json", exclude={"metadata"})
+        else:
+            new = {"prob": float(values[0])}
+        original = {k: v for k, v in forecast.items() if k != "metadata"}
+        repair = {**{f"original_{k}": v for k, v in original.items()}, **method}
+        obj["line"][name]["forecast"] = {
+            **new,
+            "metadata": {"repair": repair, "original_metadata": forecast.get("metadata")},
+        }
 
 
 def base_name(graph: ForecastGraph) -> str:

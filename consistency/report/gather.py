@@ -25,6 +25,8 @@ from ..checks import Check, all_checks, get_check
 from ..errors import InputError
 from ..evaluation.scoring import ScoredFile, ScoreParams, forecast_files, score_path
 from ..metrics import bootstrap_mean_ci
+from ..models import ForecastEntry
+from ..outcomes import column_labels, forecast_row
 from ..store import layout
 from ..store.lines import lines_at
 from ..store.meta import ForecasterRecord, RunMeta, optional_run_meta
@@ -32,6 +34,7 @@ from ..store.records import QuestionFailure, RecordError
 from ..store.runs import Run as StoredRun
 from ..store.runs import RunError, RunKind, is_result
 from ..store.runs import read_run as read_stored
+from .distributions import TuplePicture, picture_of
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,7 @@ log = logging.getLogger(__name__)
 METRICS = ("default", "frequentist")
 #: Lists longer than this (failed questions, unscorable lines) are cut on the page, saying so.
 LIST_LIMIT = 100
+_COLUMN_ROWS = 12  # a categorical field with more forecast columns is one row of the worst-tuple table
 
 
 class ReportInputError(InputError):
@@ -63,6 +67,7 @@ class WorstTuple:
     frequentist: float
     passed: bool
     rows: list[FieldRow]
+    picture: TuplePicture | None = None  # a multiple-choice or numeric tuple's distribution and answers
 
 
 @dataclass
@@ -279,6 +284,11 @@ def _order(run: Run) -> None:
 
 
 def _rows(check: Check, line: dict[str, Any], prices: dict[str, float] | list[float] | None) -> list[FieldRow]:
+    if check.categorical:
+        try:
+            return _column_rows(check, line, prices)
+        except (KeyError, TypeError, ValueError):  # a line that does not parse: its fields as they are
+            pass
     rows = []
     for i, name in enumerate(check.field_names):
         entry = line.get(name) or {}
@@ -300,6 +310,32 @@ def _rows(check: Check, line: dict[str, Any], prices: dict[str, float] | list[fl
     return rows
 
 
+def _column_rows(check: Check, line: dict[str, Any], prices: dict[str, float] | list[float] | None) -> list[FieldRow]:
+    """A tuple with multiple-choice or numeric fields, one row per forecast column (a numeric grid's 202 bins
+    summarised in one row: its picture shows them)."""
+    named = dict(zip(check.columns, prices, strict=True)) if isinstance(prices, list) else dict(prices or {})
+    entries = {f: ForecastEntry.model_validate(line[f]) for f in check.field_names}
+    row = forecast_row(check, entries)
+    questions = {f: e.question for f, e in entries.items()}
+    out = []
+    for f in check.field_names:
+        where, title = check.column_slices[f], questions[f].title
+        if f not in check.categorical:
+            out.append(FieldRow(f, check.fields[f], title, float(row[where][0]), named.get(f)))
+        elif check.categorical[f] > _COLUMN_ROWS:
+            out.append(FieldRow(f, f"{check.categorical[f]} bins of a CDF (see the picture)", title, np.nan, None))
+        else:
+            labels = column_labels(check, f, questions)
+            for c, label, value in zip(check.columns[where], labels, row[where], strict=True):
+                out.append(FieldRow(c, f"X is {label}", title, float(value), named.get(c)))
+    return out
+
+
+def _picture(check: Check, line: dict[str, Any], prices: dict[str, float] | list[float] | None) -> TuplePicture | None:
+    named = dict(zip(check.columns, prices, strict=True)) if isinstance(prices, list) else prices
+    return picture_of(check, line, named)
+
+
 def _read_scored_lines(stored: StoredRun, file, top: int) -> tuple[dict[str, np.ndarray], list[WorstTuple]]:
     """Every tuple's violations (lines scored on both lenses), and the ``top`` largest arbitrage violations
     written out with their questions."""
@@ -315,7 +351,8 @@ def _read_scored_lines(stored: StoredRun, file, top: int) -> tuple[dict[str, np.
         data = obj.get("violation_data") or {}
         prices = (data.get("default") or {}).get("arbitrage_prices")
         rows = _rows(file.check, obj.get("line") or {}, prices)
-        worst.append(WorstTuple(int(numbers[i]), float(arb[i]), float(freq[i]), bool(passed[i]), rows))
+        picture = _picture(file.check, obj.get("line") or {}, prices)
+        worst.append(WorstTuple(int(numbers[i]), float(arb[i]), float(freq[i]), bool(passed[i]), rows, picture))
     return {"default": arb, "frequentist": freq}, worst
 
 
@@ -370,11 +407,17 @@ def _scored_file(scored: ScoredFile, top: int) -> CheckResult:
         i = wanted[number]
         prices = scores.arbitrage.prices[i].tolist()
         rows = _rows(scored.check, obj.get("line") or {}, prices)
-        for row, p in zip(rows, scores.probs[i], strict=True):
-            row.prob = float(p)
+        if not scored.check.categorical:
+            for row, p in zip(rows, scores.probs[i], strict=True):
+                row.prob = float(p)
         threshold = scores.params.threshold("default")
         found[number] = WorstTuple(
-            number, float(values[i]), float(scores.frequentist[i]), not values[i] > threshold, rows
+            number,
+            float(values[i]),
+            float(scores.frequentist[i]),
+            not values[i] > threshold,
+            rows,
+            _picture(scored.check, obj.get("line") or {}, prices),
         )
     stats = scored.stats()
     return CheckResult(

@@ -20,6 +20,8 @@ from pydantic_core import from_json
 
 from ..checks import Check
 from ..jsonl import LFS_POINTER, LineError, iter_json_lines, parse_line, utf16_encoding
+from ..models import ForecastEntry
+from ..outcomes import forecast_row
 from .records import METRICS
 
 
@@ -30,11 +32,12 @@ class TupleColumns:
     check: Check
     path: Path
     line: np.ndarray  # int64: the line number in the file
-    probs: np.ndarray  # (N, fields) float: the forecasts, in the check's field order
+    probs: np.ndarray  # (N, columns) float: the forecasts in the check's columns (one per yes/no field, one per
+    # outcome of a multiple-choice or numeric field: :attr:`Check.columns`)
     question_ids: list[tuple[str, ...]]  # per row, the questions' ids in field order
     violation: dict[str, np.ndarray]  # metric -> float per row, NaN where the line carries no score of it
     passed: dict[str, np.ndarray]  # metric -> bool per row: the line's recorded verdict (True when absent)
-    titles: list[tuple[str, ...]] | None = None  # with ``text=True``
+    titles: list[tuple[str, ...]] | None = None  # with ``text=True``: per column, its question's title
     sources: list[tuple[str, ...]] | None = None  # with ``text=True``: each question's data_source ("" if none)
     errors: list[LineError] = field(default_factory=list)
 
@@ -102,9 +105,11 @@ def read_tuple_columns(
     A line whose fields lack a question id or a numeric forecast is a :class:`LineError`; a line without
     ``violation_data`` (the paper's unscored files, a bare forecast file) has NaN scores, for the caller
     to score. ``text`` also keeps each question's title and data source; ``metrics`` (default all three)
-    limits the scores read."""
+    limits the scores read. A check with multiple-choice or numeric fields reads each line's forecasts into its
+    columns (:func:`consistency.outcomes.forecast_row`); a line that does not fit them is a :class:`LineError`."""
     path = Path(path)
     fields = tuple(check.field_names)
+    width = [check.categorical.get(f, 1) for f in fields]
     wanted = tuple(metrics) if metrics is not None else METRICS
     numbers: list[int] = []
     ids: list[tuple[str, ...]] = []
@@ -123,9 +128,11 @@ def read_tuple_columns(
             line = obj["line"]
             entries = [line[f] for f in fields]
             row_ids = tuple(str(e["question"]["id"]) for e in entries)
-            row_probs = [float(e["forecast"]["prob"]) for e in entries]
+            row_probs = _row(check, line, entries)
             if text:
-                row_titles = tuple(str(e["question"].get("title", "")) for e in entries)
+                row_titles = tuple(
+                    str(e["question"].get("title", "")) for e, n in zip(entries, width, strict=True) for _ in range(n)
+                )
                 row_sources = tuple(str(e["question"].get("data_source") or "") for e in entries)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             errors.append(LineError(str(path), number, "line", f"not a scored tuple ({type(exc).__name__}: {exc})"))
@@ -148,7 +155,7 @@ def read_tuple_columns(
         check,
         path,
         np.asarray(numbers, dtype=np.int64),
-        np.asarray(probs, dtype=float).reshape(len(probs), len(fields)),
+        np.asarray(probs, dtype=float).reshape(len(probs), check.n_columns),
         ids,
         {m: np.asarray(v, dtype=float) for m, v in scores.items()},
         {m: np.asarray(v, dtype=bool) for m, v in verdicts.items()},
@@ -156,6 +163,15 @@ def read_tuple_columns(
         sources if text else None,
         errors,
     )
+
+
+def _row(check: Check, line: dict[str, Any], entries: list[Any]) -> list[float]:
+    """A line's forecasts in the check's columns: the yes/no probabilities as they are, a categorical tuple parsed
+    into its distributions (TupleShapeError and pydantic's errors are ValueErrors: the caller's LineError)."""
+    if not check.categorical:
+        return [float(e["forecast"]["prob"]) for e in entries]
+    parsed = {f: ForecastEntry.model_validate(line[f]) for f in check.field_names}
+    return [float(v) for v in forecast_row(check, parsed)]
 
 
 def lines_at(path: str | Path, numbers: set[int]) -> dict[int, dict[str, Any]]:
