@@ -238,7 +238,7 @@ def inspect_row(args) -> None:
     except ImportError:
         print("inspect: skipped (needs the [inspect] extra)")
         return
-    from consistency.testing import Reply
+    from consistency.fake_openai import Reply
 
     smoke = args.smoke
     limit = 1 if smoke else 12

@@ -19,7 +19,7 @@ from consistency.llm import LLM, LLMSettings
 from consistency.metrics.forecast_files import ScoreParams, score_file, score_forecasts
 from consistency.models import ChoiceForecast, ForecastEntry, ForecastingQuestion, NumericForecast, tuple_model
 from consistency.outcomes import TupleShapeError, forecast_row, tuple_outcomes
-from consistency.testing import Reply, ScriptedServer, schema_rule
+from consistency.fake_openai import Reply, ScriptedServer, schema_rule
 
 
 @pytest.fixture(autouse=True)
