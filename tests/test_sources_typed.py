@@ -113,8 +113,7 @@ def test_metaculus_multiple_choice_numeric_date_discrete_and_groups(tmp_path):
                       metadata={"group_label": "share", **crowd(fixture_cdf(200, 0.3, 0.1), 55)})  # fmt: skip
     assert got[200207] == share  # its own description (a sub-question without one takes the group's)
     count = got[200208]  # its latest aggregate began before the cut-off: read from the listing
-    assert (count["title"], count["resolution"], count["metadata"]["group_label"]) == (
-        "L outcomes in 2024 (count)", 250.0, "count")
+    assert count["title"] == "L outcomes in 2024 (count)" and count["resolution"] == 250.0
     assert count["metadata"]["crowd_forecast"] == {"cdf": fixture_cdf(200, 0.25, 0.02)}
     assert set(got) == {100101, 100102, 100105, 100109, 200201, 200202, 200203, 200204, 200205, 200207, 200208}
     assert dict(report.skipped) == {"annulled": 2, "ambiguous": 1, "resolution date before the window": 1,
