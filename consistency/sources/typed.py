@@ -37,12 +37,13 @@ OUT_OF_BOUNDS = ("below_lower_bound", "above_upper_bound")
 def regrid_cdf(cdf: Sequence[float], points: int = GRID) -> list[float]:
     """A CDF given at ``len(cdf)`` evenly spaced positions of the question's range, read at ``points``
     evenly spaced positions, linearly in between (exact where the grids meet: a discrete question with
-    10, 20, 25, 40, 50, 100 or 200 outcomes). Rounded to 9 places, which keeps it non-decreasing."""
+    10, 20, 25, 40, 50, 100 or 200 outcomes). Values read in between are rounded to 9 places, which keeps
+    them non-decreasing; a CDF already on the grid is returned as given."""
+    if len(cdf) == points:
+        return [float(v) for v in cdf]
     values = np.asarray(cdf, dtype=float)
-    if len(values) == points:
-        return [round(float(v), 9) for v in values]
     at = np.interp(np.linspace(0.0, 1.0, points), np.linspace(0.0, 1.0, len(values)), values)
-    return [round(float(v), 9) for v in at]
+    return np.round(at, 9).tolist()
 
 
 def choice_crowd(probs: Sequence[Any], at: datetime) -> dict[str, Any]:
@@ -66,12 +67,12 @@ def cdf_crowd(cdf: Sequence[Any] | None, at: datetime) -> dict[str, Any]:
     if not cdf or len(cdf) < 2:
         return {}
     try:
-        values = [float(v) for v in cdf]
+        values = np.asarray(cdf, dtype=float)
     except (TypeError, ValueError):
         return {}
-    if not all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in values):
+    if values.ndim != 1 or not (np.isfinite(values) & (values >= 0.0) & (values <= 1.0)).all():
         return {}
-    return {"crowd_forecast": {"cdf": regrid_cdf(values)}, "crowd_forecast_at": at.isoformat()}
+    return {"crowd_forecast": {"cdf": regrid_cdf(values.tolist())}, "crowd_forecast_at": at.isoformat()}
 
 
 def numeric_range(

@@ -14,8 +14,9 @@ requests of that page before the real one, and pages in ``broken`` are always tr
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -89,13 +90,17 @@ class WebFixture(ScriptedServer):
             if given != f"Token {TOKEN}":  # as Metaculus words the two cases
                 detail = "Invalid token." if given else "Authentication credentials were not provided."
                 return json_response(401, {"detail": detail})
-            return self._page("metaculus", self._metaculus(query), query, path)
+            with_cp, history = (query.get(k, "").lower() == "true" for k in ("with_cp", "include_cp_history"))
+            view = functools.partial(_post_view, with_cp=with_cp, history=history)
+            return self._page("metaculus", self._metaculus(query), query, path, view)
         if path.rstrip("/") == "/metaculus/api/aggregation_explorer":
             if headers.get("authorization") != f"Token {TOKEN}":
                 return json_response(401, {"detail": "Authentication credentials were not provided."})
             return self._explorer(query)
         if path == "/manifold/v0/search-markets":
-            return self._page("manifold", self._manifold(query), query, path)
+            answers = query.get("includeLiteAnswers", "").lower() == "true"
+            view = functools.partial(lite_market, lite_answers=answers)
+            return self._page("manifold", self._manifold(query), query, path, view)
         if path == "/manifold/v0/bets":
             return self._bets(query)
         if path.startswith("/manifold/v0/market/"):
@@ -141,7 +146,10 @@ class WebFixture(ScriptedServer):
             raise Drop
         return None
 
-    def _page(self, source: str, items: list[dict[str, Any]], query: dict[str, str], path: str) -> Response:
+    def _page(
+        self, source: str, items: list[dict[str, Any]], query: dict[str, str], path: str, view: Callable | None = None
+    ) -> Response:
+        """One page of ``items`` (``view`` applied to the page's items: what the listing shows of each)."""
         offset = int(query.get("offset") or 0)
         limit = int(query.get("limit") or 100)
         if self.page_cap:
@@ -150,6 +158,8 @@ class WebFixture(ScriptedServer):
         if fault is not None:
             return fault
         chunk = items[offset : offset + limit]
+        if view is not None:
+            chunk = [view(item) for item in chunk]
         if source == "metaculus":
             more = offset + len(chunk) < len(items)
             nxt = f"{self.url_for('metaculus')}/posts/?{urlencode({**query, 'offset': offset + len(chunk)})}"
@@ -167,9 +177,8 @@ class WebFixture(ScriptedServer):
         return Response(200, raw)
 
     def _metaculus(self, query: dict[str, str]) -> list[dict[str, Any]]:
-        """Posts as ``/api/posts/`` lists them: filtered by ``statuses`` and ``forecast_type`` (comma
-        lists), community predictions only with ``with_cp``, their history only with
-        ``include_cp_history`` and never with ``forecast_values`` (posts/views.py, questions/services)."""
+        """The posts ``/api/posts/`` lists: filtered by ``statuses`` and ``forecast_type`` (comma lists);
+        :func:`_post_view` shows each as the listing does."""
         posts = self.data.metaculus
         wanted = query.get("statuses")
         if wanted:
@@ -179,8 +188,7 @@ class WebFixture(ScriptedServer):
             kinds_set = set(kinds.split(","))
             posts = [p for p in posts if (p.get("question") or {}).get("type") in kinds_set
                      or ("group_of_questions" in kinds_set and p.get("group_of_questions"))]  # fmt: skip
-        with_cp, history = (query.get(k, "").lower() == "true" for k in ("with_cp", "include_cp_history"))
-        return [_post_view(p, with_cp, history) for p in posts]
+        return posts
 
     def _explorer(self, query: dict[str, str]) -> Response:
         """``/api/aggregation_explorer/?question_id=``: the question with its full aggregation history."""
@@ -214,8 +222,7 @@ class WebFixture(ScriptedServer):
             markets = [m for m in markets if term in m["question"].lower()]
         if query.get("sort") == "resolve-date":  # as Manifold sorts it: newest resolution first, unresolved last
             markets = sorted(markets, key=lambda m: -(m.get("resolutionTime") or -(10**15)))
-        answers = query.get("includeLiteAnswers", "").lower() == "true"
-        return [lite_market(m, answers) for m in markets]
+        return markets
 
     def _detail(self, mid: str) -> Response:
         fault = self._fault(("manifold-market", mid))
@@ -317,7 +324,9 @@ def _contract_type_matches(market: dict[str, Any], contract: str) -> bool:
 
 
 def _post_view(post: dict[str, Any], with_cp: bool, history: bool) -> dict[str, Any]:
-    """A post as the listing shows it (the fixture keeps each question's full aggregation history)."""
+    """A post as the listing shows it (the fixture keeps each question's full aggregation history):
+    community forecasts only with ``with_cp``, their history only with ``include_cp_history`` and never
+    with ``forecast_values`` (posts/views.py, questions/services/forecasts.py)."""
 
     def question(q: dict[str, Any]) -> dict[str, Any]:
         aggs = {}
@@ -341,7 +350,7 @@ def _post_view(post: dict[str, Any], with_cp: bool, history: bool) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m consistency.testing.web [--bulk N] [--latency S] [--page-cap N] [--port P]``: serve
+    """``python -m consistency.testing.web [--bulk N [--typed]] [--latency S] [--page-cap N] [--port P]``: serve
     the fixture APIs until Ctrl-C (first line on stdout: ``serving on http://127.0.0.1:PORT``, then the
     credentials it accepts: ``METACULUS_TOKEN=fixture-metaculus-token``, ``NEWSAPI_KEY=fixture-news-key``)."""
     import argparse
@@ -349,13 +358,14 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(prog="python -m consistency.testing.web", description=main.__doc__)
     parser.add_argument("--bulk", type=int, default=0, help="N ordinary questions per platform (default: the cases)")
+    parser.add_argument("--typed", action="store_true", help="with --bulk: a third multiple-choice, a third numeric")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every page")
     parser.add_argument("--page-cap", type=int, default=None, help="most items a page holds")
     parser.add_argument("--port", type=int, default=0, help="port (0 picks a free one)")
     args = parser.parse_args(argv)
 
     async def serve() -> None:
-        data = bulk_data(args.bulk) if args.bulk else special_data()
+        data = bulk_data(args.bulk, typed=args.typed) if args.bulk else special_data()
         server = WebFixture(data, latency=args.latency, page_cap=args.page_cap, port=args.port)
         async with server:
             print(f"serving on http://{server.host}:{server.port}", flush=True)

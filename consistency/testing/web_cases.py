@@ -69,8 +69,10 @@ def special_data() -> FixtureData:
     )
 
 
-def bulk_data(n: int, seed: int = 0) -> FixtureData:
-    """``n`` ordinary resolved binary questions per platform (for benchmarks and end-to-end runs)."""
+def bulk_data(n: int, seed: int = 0, typed: bool = False) -> FixtureData:
+    """``n`` ordinary resolved binary questions per platform (for benchmarks and end-to-end runs);
+    ``typed``: a third of the Metaculus ones multiple-choice and a third numeric (each with its
+    community history; a numeric one's CDF at the cut-off in the listing, so no extra request)."""
     rng = random.Random(seed)
     meta, mani, poly = [], [], []
     for i in range(n):
@@ -78,16 +80,29 @@ def bulk_data(n: int, seed: int = 0) -> FixtureData:
         created = resolve - timedelta(days=rng.randint(10, 400))
         yes = rng.random() < 0.4
         topic = f"event {i} in region {i % 37}"
-        meta.append(
-            metaculus_post(
-                10000 + i,
-                f"Will {topic} occur?",
-                resolution="yes" if yes else "no",
-                resolve=resolve,
-                created=created,
-                cp=round(rng.random(), 3),
+        if typed and i % 3 == 1:
+            p = round(rng.uniform(0.1, 0.6), 3)
+            meta.append(metaculus_typed_post(10000 + i, metaculus_typed_question(
+                20000 + i, f"Which region will report {topic}?", kind="multiple_choice", resolution="North",
+                resolve=resolve, created=created, options=["North", "South", "Other"],
+                early=[p, 0.3, round(0.7 - p, 3)], final=[0.8, 0.1, 0.1])))  # fmt: skip
+        elif typed and i % 3 == 2:
+            mid = round(rng.uniform(0.2, 0.8), 3)
+            meta.append(metaculus_typed_post(10000 + i, metaculus_typed_question(
+                20000 + i, f"How many reports of {topic}?", kind="numeric", resolution=str(round(100 * mid, 1)),
+                resolve=resolve, created=created, bounds=(0.0, 100.0), early=fixture_cdf(200, mid, 0.1),
+                final=fixture_cdf(200, mid, 0.05), final_days=9)))  # fmt: skip
+        else:
+            meta.append(
+                metaculus_post(
+                    10000 + i,
+                    f"Will {topic} occur?",
+                    resolution="yes" if yes else "no",
+                    resolve=resolve,
+                    created=created,
+                    cp=round(rng.random(), 3),
+                )
             )
-        )
         mani.append(
             manifold_market(
                 f"bulk{i}",
@@ -182,7 +197,7 @@ def typed_cases() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict
         polymarket_event(701, "Who will win the T race?", labels=["Tia", "Tom", "Other"], yes_prices=["0", "1", "0"],
                          closed=True, end=T0 + 60 * d, created=T0 - 30 * d),
         polymarket_event(702, "Who will win the U cup?", labels=["Uma", "Ugo", "Other"],
-                         yes_prices=["0.55", "0.3", "0.25"], closed=False, end=T0 + 400 * d, created=T0 - 30 * d),
+                         yes_prices=["0.55", "0.3", "0.25"], closed=False, end=T0 + 3000 * d, created=T0 - 30 * d),
         polymarket_event(703, "How high will V close?", labels=["Above 10", "Above 20"], yes_prices=["1", "0"],
                          closed=True, end=T0 + 60 * d, created=T0 - 30 * d, neg_risk=False),
         polymarket_event(704, "Who will chair W?", labels=["Wes", "Wil"], yes_prices=["0", "0"], closed=True,
