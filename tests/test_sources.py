@@ -48,6 +48,13 @@ def metaculus_data():
     return data
 
 
+def markets_only():
+    """The Polymarket cases without the multi-market events (whose markets the listing shows too)."""
+    data = special_data()
+    data.polymarket_events = []
+    return data
+
+
 EXPECTED_101 = {
     "id": "5cd1223b-cad5-5ba0-984f-d84f9370c3aa",
     "title": "Will A happen by June 2024?",
@@ -174,7 +181,7 @@ def test_manifold_skips_details_and_open_markets(tmp_path):
 
 def test_polymarket_needs_closed_true_and_settled_prices(tmp_path):
     out = tmp_path / "p.jsonl"
-    with WebFixture(page_cap=2, faults={("polymarket", 2): ["drop"]}) as srv:  # a dropped connection, retried
+    with WebFixture(markets_only(), page_cap=2, faults={("polymarket", 2): ["drop"]}) as srv:  # a dropped connection
         report = run("polymarket", srv, out, BINARY)
         sent = [q for p, q, _ in srv.hits if p.endswith("/markets/keyset")]
         history = [q for p, q, _ in srv.hits if p.endswith("/prices-history")]
@@ -412,7 +419,7 @@ def test_polymarket_keyset_pages_and_an_unusable_one_resumed(tmp_path):
     cannot be had ends the scrape there (the pages after it are unreachable); --resume reads it again."""
     once = HttpSettings(max_backoff=0.05, timeout=5, max_attempts=1)
     out = tmp_path / "p.jsonl"
-    with WebFixture(page_cap=1, faults={("polymarket", 1): ["500"]}) as srv:
+    with WebFixture(markets_only(), page_cap=1, faults={("polymarket", 1): ["500"]}) as srv:
         first = run("polymarket", srv, out, BINARY, http=once)
         resumed = run("polymarket", srv, out, BINARY, http=once, resume=True)
         cursors = [q.get("after_cursor") for p, q, _ in srv.hits if p.endswith("/markets/keyset")]

@@ -257,6 +257,15 @@ def test_polymarket_negrisk_events_are_one_multiple_choice_question(tmp_path):
     assert report.retries == 1
 
 
+def test_polymarket_event_markets_are_binary_questions_too(tmp_path):
+    with WebFixture() as srv:
+        run("polymarket", srv, tmp_path / "p.jsonl", ScrapeOptions(types=("binary",)))
+    got = {q["title"]: q["resolution"] for q in lines(tmp_path / "p.jsonl")}
+    assert got["Will Tom be the outcome of: Who will win the T race?"] is True
+    assert got["Will Tia be the outcome of: Who will win the T race?"] is False
+    assert "Who will win the T race?" not in got  # the event itself: multiple choice only
+
+
 def test_resume_and_offline_keep_typed_questions(tmp_path):
     """A typed scrape stopped after -n carries on with --resume, and re-reads everything (detail pages,
     bets, explorer and price histories included) from the page cache with --offline."""

@@ -116,7 +116,9 @@ class WebFixture(ScriptedServer):
             return self._page("polymarket-events", events, query, path)
         if path in ("/polymarket/markets", "/polymarket/markets/keyset"):
             closed = query.get("closed", "false") == "true"
-            items = [m for m in self.data.polymarket if m["closed"] == closed]
+            # an event's markets are listed with the others (each a binary market of its own)
+            markets = [*self.data.polymarket, *(m for e in self.data.polymarket_events for m in e["markets"])]
+            items = [m for m in markets if m["closed"] == closed]
             if path.endswith("/keyset"):
                 if "offset" in query:
                     return json_response(400, {"error": "offset is not supported; use after_cursor"})
