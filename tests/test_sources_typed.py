@@ -142,12 +142,14 @@ def test_metaculus_open_question_with_a_zero_point_and_types(tmp_path):
 def test_metaculus_without_aggregation_access_keeps_the_question(tmp_path):
     """The API shows community forecasts on some questions only: a refused explorer request leaves the
     question without a crowd forecast (and says why) instead of stopping the scrape."""
-    faults = {("metaculus-explorer", "200202"): ["403"]}
+    faults = {("metaculus-explorer", "200202"): ["403"], ("metaculus-explorer", "200207"): ["hidden"]}
     with WebFixture(faults=faults) as srv:
         report = run("metaculus", srv, tmp_path / "m.jsonl", WINDOW.model_copy(update={"types": ("numeric",)}))
     got = {q["metadata"]["question_id"]: q for q in lines(tmp_path / "m.jsonl")}
     assert "crowd_forecast" not in got[200202]["metadata"]
     assert got[200202]["metadata"]["crowd_forecast_missing"] == "aggregation explorer: HTTP 403"
+    assert "crowd_forecast" not in got[200207]["metadata"]  # the explorer shows no aggregation at all
+    assert got[200207]["metadata"]["crowd_forecast_missing"] == "aggregation explorer: no forecast before the cut-off"
     assert "crowd_forecast" in got[200203]["metadata"] and report.finished and not report.bad_pages
 
 

@@ -214,11 +214,12 @@ class Metaculus:
                 q.metadata["crowd_forecast_missing"] = f"aggregation explorer: HTTP {exc.status}"
                 return q
             raise
-        aggregation = ((data.get("aggregations") or {}) if isinstance(data, dict) else {}).get("recency_weighted")
-        if not isinstance(aggregation, dict):
-            raise MalformedPage(full_url(url, params), "expected the question's aggregations")
+        if not isinstance(data, dict) or not isinstance(data.get("aggregations", {}), dict):
+            raise MalformedPage(full_url(url, params), "expected the question and its aggregations")
+        aggregation = data.get("aggregations", {}).get("recency_weighted") or {}
         cutoff = datetime.fromisoformat(at)
-        q.metadata |= cdf_crowd(_entry_at(aggregation, cutoff).get("forecast_values"), cutoff)
+        found = cdf_crowd(_entry_at(aggregation, cutoff).get("forecast_values"), cutoff)
+        q.metadata |= found or {"crowd_forecast_missing": "aggregation explorer: no forecast before the cut-off"}
         return q
 
 

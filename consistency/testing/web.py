@@ -199,13 +199,16 @@ class WebFixture(ScriptedServer):
             group = (post.get("group_of_questions") or {}).get("questions") or []
             for q in [post["question"]] if post.get("question") else group:
                 if str(q["id"]) == wanted:
-                    fault = self._fault(("metaculus-explorer", wanted))
+                    with self._lock:  # "hidden": the community forecast is not revealed (is_cp_hidden)
+                        plan = self.faults.get(("metaculus-explorer", wanted)) or []
+                        hidden = bool(plan) and plan[0] == "hidden" and bool(plan.pop(0))
+                    fault = None if hidden else self._fault(("metaculus-explorer", wanted))
                     if fault is not None:
                         return fault
                     methods = (query.get("aggregation_methods") or "recency_weighted").split(",")
                     aggs = {}
                     for m, a in (q.get("aggregations") or {}).items():
-                        if m in methods:
+                        if m in methods and not hidden:
                             full = [*a.get("history", []), *([a["latest"]] if a.get("latest") else [])]
                             aggs[m] = {**a, "history": full}
                     return json_response(200, {**q, "aggregations": aggs, "forecasters_count": 40})
