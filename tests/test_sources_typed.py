@@ -296,3 +296,12 @@ def test_special_data_serves_every_platform_shape():
     assert json.loads(event["markets"][1]["outcomePrices"]) == ["1", "0"]
     mc1 = next(m for m in data.manifold if m["id"] == "mc1")
     assert mc1["resolution"] == "mc1-a2" and mc1["answers"][2]["isOther"] and mc1["shouldAnswersSumToOne"]
+
+
+def test_kinds_manifold_does_not_read_as_questions_are_skipped_by_name():
+    from consistency.sources import Manifold
+
+    base = {"id": "x", "question": "Which?", "createdTime": 0, "isResolved": False, "volume": 1, "token": "MANA"}
+    legacy = Manifold().question({**base, "outcomeType": "MULTIPLE_CHOICE", "mechanism": "dpm-2"}, WINDOW, NOW)
+    poll = Manifold().question({**base, "outcomeType": "POLL", "mechanism": "none"}, WINDOW, NOW)
+    assert (legacy, poll) == ("a legacy dpm-2 market (MULTIPLE_CHOICE)", "not a kind kept (POLL)")

@@ -90,7 +90,9 @@ class Manifold:
     def question(self, m: dict[str, Any], opts: ScrapeOptions, now: datetime) -> ForecastingQuestion | Skip:
         kind = m.get("outcomeType")
         ours = {"BINARY": "binary", "PSEUDO_NUMERIC": "numeric"}.get(str(kind))
-        if kind in _MULTI and m.get("mechanism") == "cpmm-multi-1":
+        if kind in _MULTI:  # older ones (dpm-2) are priced by another mechanism, answers without a pool each
+            if m.get("mechanism") != "cpmm-multi-1":
+                return Skip(f"a legacy {m.get('mechanism')} market ({kind})")
             ours = "multiple_choice"
         if ours is None:
             return Skip(f"not a kind kept ({kind})")
