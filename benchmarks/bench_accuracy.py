@@ -22,6 +22,7 @@ import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
 import numpy as np  # noqa: E402
+from smoke import parse_args  # noqa: E402
 
 from consistency.accuracy import difficulty, proxy  # noqa: E402
 
@@ -41,7 +42,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--forecasters", type=int, default=1000)
     parser.add_argument("--questions", type=int, default=20_000)
-    args = parser.parse_args()
+    parser.add_argument("--proxy-forecasters", type=int, default=100)
+    parser.add_argument("--proxy-questions", type=int, default=100_000)
+    smoke = {"forecasters": 50, "questions": 500, "proxy_forecasters": 20, "proxy_questions": 1000}
+    args = parse_args(parser, smoke)
     rng = np.random.default_rng(0)
     f, q, brier = sparse_panel(args.forecasters, args.questions, 0.10, rng)
     tracemalloc.start()
@@ -53,12 +57,15 @@ def main() -> None:
     size = f"rows={len(f)} forecasters={len(result.scores)}"
     print(f"difficulty_fit_s={elapsed:.2f} difficulty_peak_gb={peak / 1e9:.3f} {size}")
 
-    matrix = rng.random((100, 100_000))
+    matrix = rng.random((args.proxy_forecasters, args.proxy_questions))
     matrix[rng.random(matrix.shape) < 0.05] = np.nan
     start = time.perf_counter()
     for method in proxy.AGGREGATORS:
         proxy.proxy_scores(matrix, method, loo=True)
-    print(f"proxy_s={time.perf_counter() - start:.2f} aggregators={','.join(proxy.AGGREGATORS)} loo=True")
+    print(
+        f"proxy_s={time.perf_counter() - start:.2f} aggregators={','.join(proxy.AGGREGATORS)} loo=True "
+        f"forecasters={args.proxy_forecasters} questions={args.proxy_questions}"
+    )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from smoke import parse_args
+
 from consistency.checks import PAPER_CHECKS, get_check
 from consistency.datasets import benchmark_dir
 from consistency.evaluation import RunOptions, evaluate
@@ -50,7 +52,10 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=6, help="tuples per check (the bundled benchmark has 24)")
     parser.add_argument("--all-checks", action="store_true", help="print every check's avg/frac")
     parser.add_argument("--concurrency", type=int, default=32)
-    args = parser.parse_args()
+    parser.add_argument(
+        "--checks", default=",".join(c.name for c in PAPER_CHECKS), help="checks evaluated (default: the paper's ten)"
+    )
+    args = parse_args(parser, {"limit": 1, "checks": ",".join(SHOWN)})
     settings = LLMSettings(cache=False, timeout=30, max_connections=args.concurrency)
     related = str(benchmark_dir() / "questions.jsonl")
     rows = []
@@ -66,7 +71,7 @@ def main() -> None:
             start = time.perf_counter()
             result = evaluate(
                 forecaster,
-                checks=[c.name for c in PAPER_CHECKS],  # the paper's tables: not MONOTONE
+                checks=args.checks.split(","),  # the paper's tables: not MONOTONE
                 limit=args.limit,
                 out=Path(tmp) / name,
                 options=RunOptions(concurrency=args.concurrency, llm=settings),

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from smoke import parse_args
+
 from consistency.attack import SearchOptions, attack
 from consistency.llm import LLMSettings
 from consistency.testing import ScriptedServer
@@ -31,7 +33,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=200)
     parser.add_argument("--keep", type=int, default=20)
-    args = parser.parse_args()
+    args = parse_args(parser, {"budget": 12, "keep": 4})
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["CC_CACHE_DIR"] = str(Path(tmp) / "cache")  # a cold cache: every forecast is a real request
         with ScriptedServer(RULES["planted"]()) as srv:

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from bench_llm import Answer, messages, scripted_server
+from smoke import parse_args
 
 from consistency.llm import LLM, LLMSettings
 from consistency.llm.batch import read_batches
@@ -103,7 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=20_000)
     parser.add_argument("--max-requests", type=int, default=50_000, help="lines per batch file")
-    args = parser.parse_args()
+    args = parse_args(parser, {"questions": 200})
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["CC_CACHE_DIR"] = tmp
         journal = Path(tmp) / "batches.jsonl"

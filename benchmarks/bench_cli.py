@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from smoke import parse_args
+
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = (
     Path(os.environ.get("CC_REFERENCE_DATA") or ROOT.parent / "shared" / "reference-data")
@@ -50,9 +52,9 @@ def wall(argv: list[str], runs: int) -> float:
     return statistics.median(times)
 
 
-def corpus(root: Path, copies: int) -> Path:
+def corpus(root: Path, copies: int, lines_per_check: int) -> Path:
     """``copies`` directories of the published size: the published one, or (without it) the bundled sample
-    repeated to about 200 lines per check."""
+    repeated to about ``lines_per_check`` lines per check."""
     out = root / "corpus"
     out.mkdir()
     if PUBLISHED.is_dir():
@@ -60,13 +62,13 @@ def corpus(root: Path, copies: int) -> Path:
             shutil.copytree(PUBLISHED, out / f"forecaster_{i:02d}", ignore=shutil.ignore_patterns("*.json"))
         return out
     sample = ROOT / "consistency" / "datasets" / "sample" / "forecasts"
-    print(f"note: {PUBLISHED} not found; using the bundled sample repeated to ~200 lines per check")
+    print(f"note: {PUBLISHED} not found; using the bundled sample repeated to ~{lines_per_check} lines per check")
     for i in range(copies):
         target = out / f"forecaster_{i:02d}"
         target.mkdir()
         for path in sample.glob("*.jsonl"):
             lines = path.read_text().splitlines()
-            (target / path.name).write_text("\n".join(lines * (200 // len(lines))) + "\n")
+            (target / path.name).write_text("\n".join(lines * max(1, lines_per_check // len(lines))) + "\n")
     return out
 
 
@@ -74,7 +76,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="processes per start-up figure (median)")
     parser.add_argument("--dirs", type=int, default=30, help="run directories in the corpus")
-    args = parser.parse_args()
+    parser.add_argument("--lines", type=int, default=200, help="lines per check when the sample stands in")
+    args = parse_args(parser, {"runs": 1, "dirs": 2, "lines": 20})
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     floor = wall([sys.executable, "-c", TYPER_FLOOR, "version"], args.runs)
     print(f"typer_floor startup_s={floor:.3f}")
@@ -85,7 +88,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        data = corpus(root, args.dirs)
+        data = corpus(root, args.dirs, args.lines)
         one = next(data.iterdir())
         code = (
             "import time, sys\n"

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from smoke import parse_args
 
 from consistency.checks import all_checks
 from consistency.metrics.forecast_files import score_forecasts
@@ -53,7 +54,7 @@ def write_run(root: Path, probs: dict[str, np.ndarray], fingerprint: str) -> Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tuples", type=int, default=100_000, help="Tuples per run (split over the checks).")
-    args = parser.parse_args()
+    args = parse_args(parser, {"tuples": 2000})
     checks = all_checks()
     per_check = args.tuples // len(checks)
     rng = np.random.default_rng(0)

@@ -41,6 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_llm import scripted_server
+from smoke import parse_args
 
 from consistency.checks import get_check
 from consistency.embeddings import LexicalEmbedder
@@ -108,7 +109,7 @@ def main() -> None:
     parser.add_argument("--threshold", type=int, default=6)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency", type=float, default=0.5)
-    args = parser.parse_args()
+    args = parse_args(parser, {"n": 4, "candidates": 30, "questions": 10, "latency": 0.01, "concurrency": 8})
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["CC_CACHE_DIR"] = tmp
         transcript = Path(tmp) / "calls.jsonl"

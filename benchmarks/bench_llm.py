@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pydantic import BaseModel, Field
+from smoke import parse_args
 
 from consistency.llm import LLM, LLMSettings
 
@@ -126,7 +127,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--local-samples", type=int, default=10)
-    args = parser.parse_args()
+    # --smoke leaves the bundled model to bench_local.py's smoke run (its server start alone takes seconds)
+    args = parse_args(parser, {"calls": 40, "concurrency": 8, "latency": 0.01, "local_samples": 0})
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["CC_CACHE_DIR"] = tmp
         with scripted_server(args.latency) as spec:

@@ -27,6 +27,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from smoke import parse_args
+
 from consistency.evaluation.benchmark import load_benchmark
 from consistency.evaluation.runner import plan
 from consistency.forecasters.llm import ForecastAnswer, ProbabilityAnswer, forecast_messages
@@ -140,9 +142,10 @@ def main() -> None:
     parser.add_argument("--reasoning", action="store_true", help="the long prompt and schema with a justification")
     parser.add_argument("--rounds", type=int, default=1, help="measure every configuration this many times, in turn")
     parser.add_argument("--budget", type=float, default=300.0, help="seconds a configuration may take")
-    args = parser.parse_args()
+    parser.add_argument("--questions", type=int, default=None, help="the first N of the quick start's questions")
+    args = parse_args(parser, {"threads": [1], "slots": [1], "questions": 1, "budget": 60.0})
     weights = resolve_weights()
-    bodies = quickstart_bodies(args.reasoning)
+    bodies = quickstart_bodies(args.reasoning)[: args.questions]
     print(f"questions={len(bodies)} cores={os.cpu_count()} loadavg={' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     best = None
     with tempfile.TemporaryDirectory() as tmp:

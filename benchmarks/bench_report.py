@@ -1,7 +1,7 @@
 """Report speed and size: ``python benchmarks/bench_report.py [--runs 10] [--tuples 10000]``.
 
 Builds ``--runs`` scored directories (as ``cc score`` writes them) of ``--tuples`` tuples each, spread
-over the builtin checks, with the bundled sample's questions and noisy coherent forecasts (untimed), then
+over the builtin checks, with the bundled benchmark's questions and noisy coherent forecasts (untimed), then
 times ``make_report`` on all of them and on the bundled sample, and prints
 
     <case> report_s=<s> report_mb=<MB> read_s|score_s=<s> ratio=<report_s / reference>
@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from smoke import parse_args
 
 from consistency.checks import all_checks
-from consistency.datasets import sample_dir
+from consistency.datasets import benchmark_dir, sample_dir
 from consistency.jsonl import iter_json_lines
 from consistency.metrics.forecast_files import score_path, write_report
 from consistency.report import make_report
@@ -35,22 +36,26 @@ def logit(p: np.ndarray) -> np.ndarray:
 
 
 def make_forecaster(root: Path, k: int, per_check: int, rng: np.random.Generator) -> Path:
-    """A directory of ``<Checker>.jsonl`` forecasts (sample questions, new probabilities), then scored."""
+    """A directory of ``<Checker>.jsonl`` forecasts (the bundled benchmark's tuples, new probabilities), then scored.
+
+    The questions come from the bundled benchmark, which has every builtin check (the sample has only
+    the paper's ten: no MONOTONE)."""
     raw = root / f"raw_{k}"
     raw.mkdir()
     noise = 0.1 + 0.15 * k
     for check in all_checks():
-        source = sample_dir() / "forecasts" / f"{check.class_name}.jsonl"
+        source = benchmark_dir() / "tuples" / f"{check.class_name}.jsonl"
         templates = [obj for _, obj in iter_json_lines(source) if isinstance(obj, dict)]
         coherent = check.coherent_sample(per_check, rng).clip(0.01, 0.99)
         probs = 1 / (1 + np.exp(-(logit(coherent) + rng.normal(0, noise, coherent.shape))))
         with (raw / source.name).open("w", encoding="utf-8") as fh:
             for i in range(per_check):
-                obj = json.loads(json.dumps(templates[i % len(templates)]))
-                obj.pop("violation_data", None)
-                for j, name in enumerate(check.field_names):
-                    obj["line"][name]["forecast"] = {"prob": round(float(probs[i, j]), 3)}
-                fh.write(json.dumps(obj) + "\n")
+                tup = templates[i % len(templates)]
+                line = {
+                    name: {"question": tup[name], "forecast": {"prob": round(float(probs[i, j]), 3)}}
+                    for j, name in enumerate(check.field_names)
+                }
+                fh.write(json.dumps({"line": line}) + "\n")
     out = root / f"forecaster_{k}"
     write_report(score_path(raw), out)
     return out
@@ -88,7 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--tuples", type=int, default=10_000, help="tuples per run (spread over the builtin checks)")
-    args = parser.parse_args()
+    args = parse_args(parser, {"runs": 2, "tuples": 220})
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -27,6 +27,7 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from smoke import parse_args  # noqa: E402
 
 from consistency.checks import all_checks  # noqa: E402
 from consistency.metrics.arbitrage import _Problem, clip_forecasts  # noqa: E402
@@ -50,7 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=100_000, help="tuples per check")
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_args(parser, {"n": 2000, "repeat": 1})
     rng = np.random.default_rng(0)
     for check in all_checks():
         F = forecasts(check, args.n, rng)

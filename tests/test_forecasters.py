@@ -187,7 +187,7 @@ def test_reasoning_is_off_by_default_only_for_the_bundled_model():
     assert BasicForecaster("local").reasoning is False
     assert BasicForecaster("gpt-4o-mini").reasoning is True
     assert BasicForecaster("http://127.0.0.1:9/v1::m").reasoning is True
-    assert load_forecaster("local", ["reasoning=true"]).reasoning is True
+    assert load_forecaster("basic:local", ["reasoning=true"]).reasoning is True
     assert load_forecaster("basic:gpt-4o-mini", ["reasoning=false"]).reasoning is False
 
 

@@ -71,3 +71,80 @@ def test_sigterm_stops_a_model_calling_command_with_its_own_code(tmp_path):
         _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == ExitCode.TERMINATED, stderr
     assert "stopped by SIGTERM" in stderr and "Traceback" not in stderr
+
+
+# A process in the state of a shell's background job (SIGINT ignored) that installs what `cc` installs
+# (SIGTERM as Ctrl-C) and what the LLM layer installs on meeting the bundled model (the local server's
+# SIGTERM/SIGINT handlers, on the event loop's thread), then waits in the loop as a run waits for answers.
+_BACKGROUND = """
+import asyncio, sys
+from consistency.cli.exits import install_sigterm
+from consistency.llm.local import install_exit_handlers
+
+install_sigterm()
+
+async def main():
+    install_exit_handlers()
+    print("waiting", flush=True)
+    await asyncio.sleep(60)
+
+try:
+    asyncio.run(main())
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(143)
+print("slept through it", flush=True)
+"""
+
+
+def test_sigterm_stops_a_background_job_that_met_the_local_model():
+    """bash starts background jobs with SIGINT ignored; the local server's handlers chained SIGTERM to
+    that ignored SIGINT, so SIGTERM stopped the server and nothing else (the run went on to the end)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BACKGROUND],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # as bash does for `cmd &`
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "waiting\n", proc.communicate()
+    start = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, out) == (143, "interrupted\n"), err
+    assert time.monotonic() - start < 30  # not the 60 s the loop would have slept
+
+
+@pytest.mark.local
+def test_sigterm_stops_a_backgrounded_local_run_promptly_and_it_resumes(local_model, tmp_path):
+    """The issue's `bash -c 'cc evaluate --forecaster local ... & kill -TERM $!'`: the run stops as
+    `interrupted` with 143 while questions remain, instead of asking them all, and its resume finishes it."""
+    env = os.environ | {"NO_COLOR": "1", "COLUMNS": "400"}
+    env |= {"CC_CACHE_DIR": str(tmp_path / "cache"), "CC_LOCAL_MODEL": str(local_model)}
+    run = f'"{CC}" evaluate --forecaster local --checks cond,condcond --limit 2 -o run --no-cache'
+    proc = subprocess.Popen(
+        ["bash", "-c", f"{run} & echo $!; wait $!"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    pid = int(proc.stdout.readline())
+    journal = tmp_path / "run" / "forecasts.jsonl"
+    deadline = time.monotonic() + 600
+    while not (journal.is_file() and journal.read_text().count("\n") >= 1):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no forecast was journaled"
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGTERM)
+    start = time.monotonic()
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == ExitCode.TERMINATED, stderr
+    assert time.monotonic() - start < 60, stderr
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    saved = journal.read_text().count("\n")
+    answered = sum(json.loads(line)["forecast"] is not None for line in journal.read_text().splitlines())
+    assert meta["status"] == "interrupted" and 1 <= saved < meta["questions"] == 14, stderr
+    assert "stopped by SIGTERM: finished forecasts are saved in run; resume with: cc evaluate --resume run" in stderr
+    done = subprocess.run([CC, "evaluate", "--resume", "run"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["status"] == "complete" and meta["sessions"][-1]["asked"] == 14 - answered  # nothing asked twice

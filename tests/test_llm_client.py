@@ -416,3 +416,93 @@ def test_an_answer_still_cut_is_a_failure_saying_so(text):
         assert [r.body.get("max_tokens") for r in srv.requests] == [2000, 3000]
     assert not result.ok and result.error == "answer truncated at 3000 tokens" and failures == 1
     assert result.raw  # the partial answer is kept for the record
+
+
+@pytest.mark.parametrize(
+    ("fault", "at_once"),
+    [
+        (Fault.drop(), True),
+        (Fault.malformed(), True),
+        (Fault.hang(60), True),
+        (Fault.server_error(500), False),
+        (Fault.rate_limit(retry_after=0.3), False),
+    ],
+    ids=["dropped", "malformed", "timed out", "500", "429"],
+)
+def test_a_request_lost_in_transit_is_retried_at_once_and_a_busy_server_backed_off(fault, at_once, monkeypatch):
+    """The first retry of an attempt that timed out (the timeout was the wait), whose connection dropped or
+    whose body was unreadable goes at once; a 429 or 5xx (the server says it is busy) and every later retry
+    back off: waiting there only lengthens a run whose last questions hit a fault."""
+    waits: list[float] = []
+    pause = LLM._pause
+    monkeypatch.setattr(LLM, "_pause", lambda self, exc, attempt: waits.append(pause(self, exc, attempt)) or waits[-1])
+    with ScriptedServer(faults_then(probability_rule(), fault, fault)) as srv:
+
+        async def go():
+            async with LLM(settings(timeout=1.0 if fault.kind == "hang" else 2.0, max_backoff=5.0)) as llm:
+                return await llm.structured(srv.model_spec(), question(3), Answer)
+
+        result = run(go())
+    assert result.ok, result.error
+    assert len(waits) == 2 and (waits[0] == 0.0) is at_once
+    assert waits[1] > 0  # the second retry backs off whatever the fault
+    if fault.status == 429:
+        assert waits == [0.3, 0.3]  # the server's Retry-After, each time
+
+
+def raised(outer: Exception, inner: Exception) -> Exception:
+    """``outer`` as raised from ``inner`` (how openai wraps the HTTP library's errors)."""
+    try:
+        try:
+            raise inner
+        except Exception as exc:
+            raise outer from exc
+    except Exception as exc:
+        return exc
+
+
+def test_only_a_connection_that_was_made_counts_as_lost_in_transit():
+    import httpx2
+    import openai
+
+    from consistency.llm.errors import lost_in_transit
+
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+
+    assert lost_in_transit(raised(openai.APITimeoutError(request=request), httpx2.ReadTimeout("slow")))
+    assert lost_in_transit(raised(openai.APIConnectionError(request=request), httpx2.RemoteProtocolError("closed")))
+    assert lost_in_transit(json.JSONDecodeError("Expecting value", "{", 1))
+    # never reached: down, refusing or unroutable, so back off
+    assert not lost_in_transit(raised(openai.APIConnectionError(request=request), httpx2.ConnectError("refused")))
+    assert not lost_in_transit(raised(openai.APITimeoutError(request=request), httpx2.ConnectTimeout("no route")))
+
+
+def test_a_first_connect_timeout_is_not_counted_as_an_unreachable_endpoint_until_a_retry_times_out_too():
+    """64 requests starting at once on a loaded machine can each see its first connection time out
+    although the server is up (the process was too busy to notice it complete): the run must not be
+    declared unreachable for that; retries that time out too, or refused connections, still are."""
+    import httpx2
+    import openai
+
+    from consistency.llm.fatal import FATAL_AFTER, Breaker
+
+    spec = parse_model_spec("http://127.0.0.1:9/v1::scripted")
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+
+    timed_out = raised(openai.APITimeoutError(request=request), httpx2.ConnectTimeout("timed out"))
+    refused = raised(openai.APIConnectionError(request=request), httpx2.ConnectError("refused"))
+    breaker = Breaker()
+    for _ in range(10 * FATAL_AFTER):
+        breaker.failure(timed_out, spec, attempt=1)
+    assert breaker.reason is None
+    for _ in range(FATAL_AFTER):
+        breaker.failure(timed_out, spec, attempt=2)
+    assert breaker.reason is not None and "cannot connect" in breaker.reason
+    breaker = Breaker()
+    for _ in range(FATAL_AFTER):
+        breaker.failure(refused, spec, attempt=1)
+    assert breaker.reason is not None  # a refusal is no accident of load: it counts at once
+    breaker = Breaker()
+    for _ in range(FATAL_AFTER):
+        breaker.failure(timed_out, spec)  # attempt unknown (or a call's last): counted as before
+    assert breaker.reason is not None

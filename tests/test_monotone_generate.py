@@ -153,10 +153,11 @@ def test_cc_generate_monotone_with_the_template_says_which_questions_do_not_fit(
     r = cc(tmp_path, "generate", "--check", "mono", "-q", qs, "-n", "3", "--out", "out", "--instantiator", "template")
     assert r.returncode == 0, r.stderr
     assert "MONOTONE: 2 new tuple(s), 2 in out/MonotoneChecker.jsonl" in r.stdout
-    assert "rejected at instantiate: no deadline the template can move: 1" in r.stdout
+    assert "skipped 1 question(s): no 'by DATE' deadline the horizon template can move" in r.stdout
     assert "--instantiator llm writes chains for others" in r.stderr
     reject = json.loads((tmp_path / "out" / "rejects" / "MonotoneChecker.jsonl").read_text())
     assert reject["bases"]["P_1"]["id"] == "t0" and "does not end with" in reject["reason"]
+    assert "1 skipped: no 'by DATE' deadline" in r.stderr and "were rejected" not in r.stderr
 
 
 def test_cc_generate_takes_a_list_and_skips_what_the_questions_cannot_make(tmp_path):
@@ -185,3 +186,31 @@ def test_bundled_benchmark_has_24_template_chains_over_bundled_questions():
         assert tup == horizon_chain(MONOTONE, ForecastingQuestion.model_validate(tup["P_1"]))
         years = [int(tup[f]["resolution_date"][:4]) for f in MONOTONE.field_names]
         assert years[1] == years[0] + 1 and years[2] == years[0] + 2
+
+
+def test_the_template_skips_sources_it_cannot_chain_and_counts_them():
+    """instantiate_all (the benchmarks', cc attack's and make_benchmark's path) used to raise NoHorizon."""
+    from consistency.generate import instantiate_all
+
+    pool = [by_date(i=1), threshold(1), by_date(i=2), threshold(2), threshold(3)]
+    made = asyncio.run(instantiate_all(TemplateInstantiator(), MONOTONE, pool, 5, seed=1))
+    assert sorted(t["P_1"]["id"] for t in made.tuples) == ["h1", "h2"]
+    assert (made.skipped, made.pool) == (3, 5)
+    assert (
+        made.note(MONOTONE)
+        == "MONOTONE: skipped 3 of 5 question(s): no 'by DATE' deadline the horizon template can move"
+    )
+    with pytest.raises(ValueError, match="need at least 1 base question"):
+        asyncio.run(instantiate_all(TemplateInstantiator(), MONOTONE, [threshold(1)], 5))
+
+
+def test_cc_attack_says_how_many_questions_the_template_could_not_chain(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("".join(q.model_dump_json() + "\n" for q in (by_date(i=1), by_date(i=2), threshold(1))))
+    r = cc(tmp_path, "attack", "-f", "constant", "-q", qs, "-c", "mono", "-b", "6", "-o", "att", "--no-baseline")
+    assert r.returncode == 0, r.stderr
+    assert (
+        "Seeds: MONOTONE: skipped 1 of 3 question(s): no 'by DATE' deadline the horizon template can move." in r.stdout
+    )
+    assert "skipped 1 of 3" in (tmp_path / "att" / "report.md").read_text()

@@ -13,7 +13,10 @@ README = ROOT / "README.md"
 INSTALL_AND_RUN = (
     'python3 -m venv .venv && .venv/bin/pip install -e ".[local]" && .venv/bin/cc evaluate --forecaster local --limit 1'
 )
-TESTS = 'python3 -m venv .venv && .venv/bin/pip install -e ".[dev,local]" && .venv/bin/pytest'
+TESTS = (
+    "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && "
+    '.venv/bin/pip install -e ".[dev,local,embeddings]" && .venv/bin/pytest'
+)
 
 
 def test_readme_is_short_and_keeps_the_two_commands():

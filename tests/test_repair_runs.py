@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from repair_fixtures import write_tuples
+from repair_fixtures import write_forecast_lines, write_tuples
 from typer.testing import CliRunner
 
 from consistency.checks import get_check
@@ -178,7 +178,11 @@ def test_nothing_to_repair_and_overwriting_are_refused(run, tmp_path):
     assert refused.exit_code == 2 and "not a repair" in refused.output
     assert cc("repair", run, "--out", run).exit_code == 2
     assert cc("repair", run, "--score", "spherical").exit_code == 2
-    joint_log = cc("repair", run, "--score", "log", "--joint", "--out", tmp_path / "jl")
+    # A joint log repair of conditional checks is refused (binary ones are repaired: test_repair_log_joint.py).
+    conditional = write_forecast_lines(
+        tmp_path / "cond", [("COND", ["Will A?", "Will B, given A?", "Will A and B?"], [0.5] * 3)]
+    )
+    joint_log = cc("repair", conditional, "--score", "log", "--joint", "--out", tmp_path / "jl")
     assert joint_log.exit_code == 2 and "--per-tuple" in joint_log.output
     assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
 
@@ -263,3 +267,124 @@ def test_every_check_of_the_bundled_sample_is_coherent_after_a_repair(tmp_path, 
     assert report.total.guaranteed >= -1e-9 and report.total.moved > 0
     done = cc("score", tmp_path / "out", "--out", tmp_path / "scored")
     assert done.exit_code == 0, done.output
+
+
+# --------------------------------------------------------------------------- where the output may go
+
+
+def test_an_out_that_holds_is_or_lies_inside_an_input_is_refused_and_the_input_survives(tmp_path):
+    earlier = tmp_path / "repaired"
+    source = write_tuples(tmp_path / "paper", forecasts=True)
+    assert cc("repair", source, "-o", earlier).exit_code == 0
+    inside = earlier / "copied-run"  # a run copied into an earlier repair's directory, then repaired over it
+    shutil.copytree(source, inside)
+    files = sorted(p.name for p in inside.iterdir())
+    done = cc("repair", inside, "-o", earlier, "--force")
+    assert done.exit_code == 2 and "contains the input" in " ".join(done.output.split()), done.output
+    assert sorted(p.name for p in inside.iterdir()) == files
+    done = cc("repair", source, "-o", source / "sub")
+    assert done.exit_code == 2 and "lies inside the input" in done.output
+    (tmp_path / "alias").symlink_to(earlier)  # the same directory under another name
+    done = cc("repair", inside, "-o", tmp_path / "alias", "--force")
+    assert done.exit_code == 2 and "contains the input" in " ".join(done.output.split())
+    resolutions = earlier / "resolved.jsonl"
+    resolutions.write_text("")
+    done = cc("repair", source, "-o", earlier, "--force", "--resolutions", resolutions)
+    assert done.exit_code == 2 and "contains the input" in " ".join(done.output.split())
+    assert resolutions.exists() and inside.is_dir()
+
+
+def test_a_dangling_or_linked_out(tmp_path):
+    source = write_tuples(tmp_path / "paper", forecasts=True)
+    (tmp_path / "dangling").symlink_to(tmp_path / "missing")
+    done = cc("repair", source, "-o", tmp_path / "dangling")
+    assert done.exit_code == 2 and "is a symbolic link to" in done.output and "Errno" not in done.output
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)  # a link to an (empty) directory is followed
+    done = cc("repair", source, "-o", tmp_path / "link")
+    assert done.exit_code == 0, done.output
+    assert (real / "repair.json").is_file() and (tmp_path / "link").is_symlink()
+
+
+#: Runs ``cc repair SRC -o OUT`` in a process of its own that stops once the partial copy is being written
+#: (touching MARKER), so a test can signal or kill it there.
+SLOW_REPAIR = """
+import sys, time
+import consistency.repair.runs as runs
+
+marker = sys.argv[1]
+
+def stuck(*args, **kwargs):
+    open(marker, "w").close()
+    time.sleep(120)
+
+runs.write_stats = stuck
+sys.argv = ["cc", "repair", sys.argv[2], "-o", sys.argv[3]]
+from consistency.__main__ import main
+main()
+"""
+
+
+def _slow_repair(tmp_path: Path, source: Path, out: Path):
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / f"marker-{out.name}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_REPAIR, str(marker), str(source), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the repair never reached its writing step"
+        time.sleep(0.02)
+    return proc
+
+
+def _partials(out: Path) -> list[Path]:
+    return sorted(out.parent.glob(f".{out.name}.*partial"))
+
+
+@pytest.mark.parametrize(
+    ("signal_name", "code", "said"), [("SIGTERM", 143, "stopped by SIGTERM"), ("SIGINT", 130, "interrupted")]
+)
+def test_a_signal_during_a_repair_says_so_and_leaves_no_partial_copy(tmp_path, signal_name, code, said):
+    import signal
+
+    source = write_tuples(tmp_path / "paper", forecasts=True)
+    out = tmp_path / "out"
+    proc = _slow_repair(tmp_path, source, out)
+    assert len(_partials(out)) == 1
+    proc.send_signal(getattr(signal, signal_name))
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code, stderr
+    assert said in stderr and "nothing was written" in stderr and "Traceback" not in stderr
+    assert _partials(out) == [] and not out.exists()
+
+
+def test_a_partial_copy_of_a_killed_repair_is_removed_by_the_next_and_a_live_one_is_left_alone(tmp_path, caplog):
+    import signal
+
+    source = write_tuples(tmp_path / "paper", forecasts=True)
+    out = tmp_path / "out"
+    killed = _slow_repair(tmp_path, source, out)
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate(timeout=60)
+    [left] = _partials(out)
+    live = _slow_repair(tmp_path, source, out)  # another repair into the same place, writing right now
+    try:
+        mine = [p for p in _partials(out) if p != left]
+        with caplog.at_level("WARNING"):
+            done = cc("repair", source, "-o", out)
+        assert done.exit_code == 0, done.output
+        assert not left.exists() and f"removed {left}" in caplog.text and "killed" in caplog.text
+        assert _partials(out) == mine and (out / "repair.json").is_file()  # the live one's copy untouched
+    finally:
+        live.send_signal(signal.SIGTERM)
+        live.communicate(timeout=60)
+    assert _partials(out) == []

@@ -5,6 +5,7 @@ laid out like the paper's repository; the paper's data is never copied into the 
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,13 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("CC_PAPER_DATA", raising=False)
+    # huggingface_hub reads those variables once, when imported: if an earlier test imported it (the minilm
+    # embedder's sentence-transformers does), its constants must be pointed here as well
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        monkeypatch.setattr(constants, "HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
 
 
 def test_local_directory_feeds_evaluate(tmp_path, monkeypatch):

@@ -91,8 +91,8 @@ def test_instantiate_all_is_deterministic_and_groups_related_questions():
         ForecastingQuestion(id=str(i), title=f"Q{i}?", metadata={"category": "ab"[i % 2]}, resolution_date="2028-01-01")
         for i in range(12)
     ]
-    a = asyncio.run(instantiate_all(TEMPLATE, get_check("and"), qs, 10, seed=3))
-    b = asyncio.run(instantiate_all(TEMPLATE, get_check("and"), qs, 10, seed=3))
+    a = asyncio.run(instantiate_all(TEMPLATE, get_check("and"), qs, 10, seed=3)).tuples
+    b = asyncio.run(instantiate_all(TEMPLATE, get_check("and"), qs, 10, seed=3)).tuples
     assert a == b and len(a) == 10
     assert len({(t["P"]["id"], t["Q"]["id"]) for t in a}) == 10
     for t in a:

@@ -209,6 +209,7 @@ def render_markdown(s: dict[str, Any]) -> str:
     ]
     if g is not None:
         lines.append(f"Generator model calls: {g['calls']} ({g['cache_hits']} cache hits, ${g['cost']:.4f}).")
+    lines += [f"Seeds: {note}." for note in s.get("seeds_skipped") or ()]
     lines.append("")
     n_returned = sum(row["found"]["n"] for row in s["per_check"].values())
     if not s["found_above_threshold"]:

@@ -16,13 +16,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checks import Check, all_checks, chain_fields, get_check
+from ..checks import Check, all_checks, get_check
 from ..checks.logic import Var
 from ..datasets import benchmark_dir
 from ..files import FileKind, detect, validate_lines
 from ..forecasters import Forecaster, load_forecaster
 from ..generate import TemplateInstantiator, instantiate_all
-from ..generate.chains import fits_horizon
 from ..jsonl import read_jsonl, write_json
 from ..llm import LLM, LLMSettings
 from ..llm.secrets import redact
@@ -94,21 +93,23 @@ def load_pool(path: str | Path) -> list[ForecastingQuestion]:
 
 def _setup(
     chosen: list[Check], questions: str | Path | None, tuples: str | Path | None
-) -> tuple[list[ForecastingQuestion], dict[str, list[dict[str, Any]]]]:
-    """The pool of base questions and the seed tuples per check (the seeding phase: no forecast yet)."""
+) -> tuple[list[ForecastingQuestion], dict[str, list[dict[str, Any]]], list[str]]:
+    """The pool of base questions and the seed tuples per check (the seeding phase: no forecast yet), and
+    what was skipped building the seeds."""
     pool = load_pool(questions) if questions else []
+    notes: list[str] = []
     if tuples is not None or not questions:
         seeds = load_seeds(tuples, chosen)
-    else:  # questions only: the seeds are template tuples over them
+    else:  # questions only: the seeds are template tuples over them (a chain only from a deadline it can move)
         seeds = {}
         for check in chosen:
-            # a chain starts from a question whose deadline the template can move
-            usable = [q for q in pool if fits_horizon(q)] if chain_fields(check) else pool
             try:
-                made = asyncio.run(instantiate_all(TemplateInstantiator(), check, usable, SEEDS_PER_CHECK))
-            except ValueError:
-                continue  # too few questions for this check's bases
-            seeds[check.name] = made
+                made = asyncio.run(instantiate_all(TemplateInstantiator(), check, pool, SEEDS_PER_CHECK))
+            except ValueError as exc:  # too few (usable) questions for this check's bases
+                notes.append(f"{check.name}: no seed tuples: {exc}")
+                continue
+            notes += [made.note(check)] if made.skipped else []
+            seeds[check.name] = made.tuples
     if tuples is None and not questions:
         pool = load_pool(benchmark_dir() / "questions.jsonl")
     known = {q.id for q in pool}
@@ -120,7 +121,7 @@ def _setup(
                     known.add(q.id)
     if not any(seeds.values()):
         raise AttackError("no seed tuples for the chosen checks: give --tuples, or --questions to build them from")
-    return pool, seeds
+    return pool, seeds, notes
 
 
 def attack(
@@ -179,7 +180,7 @@ def attack(
     if not created:  # this process owns the attack now (the journal's lock): it is running again
         write_json(target / CONFIG, {**(read_config(target) or {}), "status": "running", "budget": budget})
     try:
-        pool, seeds = _setup(chosen, questions, tuples)
+        pool, seeds, notes = _setup(chosen, questions, tuples)
     except BaseException:
         journal.close()
         if created:
@@ -187,7 +188,7 @@ def attack(
         raise
     families = list(families) if families is not None else default_families(chosen, generator is not None)
     return asyncio.run(
-        _run(loaded, families, chosen, pool, seeds, target, journal, options, llm, generator, baseline, on_round)
+        _run(loaded, families, chosen, pool, seeds, target, journal, options, llm, generator, baseline, on_round, notes)
     )
 
 
@@ -276,7 +277,7 @@ def _unclaim(target: Path) -> None:
 
 
 async def _run(
-    forecaster, families, checks, pool, seeds, target, journal, options, settings, generator, baseline, on_round
+    forecaster, families, checks, pool, seeds, target, journal, options, settings, generator, baseline, on_round, notes
 ):
     settings = settings or LLMSettings()
     try:
@@ -296,6 +297,7 @@ async def _run(
                 if gen_llm is not None:
                     await gen_llm.aclose()
         summary = summarize(search, target_llm.stats, gen_llm.stats if gen_llm else None, baseline)
+        summary["seeds_skipped"] = notes
         found = write_outputs(search, target, summary)
     finally:
         journal.close()

@@ -85,11 +85,16 @@ def attack_cmd(
         keep=keep, width=width, seed=seed, verify_threshold=verify_threshold, concurrency=concurrency
     )
 
+    from .progress import Progress
+
+    display = Progress(transient=True)
+    task = display.task("searching", total=budget, info="starting the search")
+
     def progress(search) -> None:
-        status.update(f"round {search.rounds}: {search.used('search')}/{budget} forecasts")
+        task.update(completed=search.used("search"), info=f"round {search.rounds}")
 
     try:
-        with err.status("starting the search") as status:
+        with display:
             result = attack(
                 forecaster,
                 budget=budget,

@@ -20,9 +20,20 @@ def diff(
         bool,
         typer.Option(
             "--fail-if-worse",
-            help="Exit 1 when B is significantly worse than A: overall at --level, or a check at --level / checks.",
+            help="Exit 1 when B is significantly worse than A (overall at --level, or a check at --level / checks), "
+            "or when a check of A cannot be compared: B shares none of its tuples, or fewer than --min-shared.",
         ),
     ] = False,
+    min_shared: Annotated[
+        int | None,
+        typer.Option(
+            "--min-shared",
+            min=1,
+            help="Tuples (or resolved questions) each check of A must share with B for --fail-if-worse to pass "
+            "(default: the fewest with which the test can find B worse at the check's level: 6 at 0.05).",
+            show_default=False,
+        ),
+    ] = None,
     level: Annotated[
         float,
         typer.Option(
@@ -43,20 +54,33 @@ def diff(
     from ..metrics.run_diff import diff_runs
 
     try:
-        result = diff_runs(run_a, run_b, metric=metric, resamples=bootstrap, seed=seed, level=level, test=test, top=top)
-    except (ValueError, OSError) as exc:
+        result = diff_runs(
+            run_a,
+            run_b,
+            metric=metric,
+            resamples=bootstrap,
+            seed=seed,
+            level=level,
+            test=test,
+            top=top,
+            min_shared=min_shared,
+        )
+    except (ValueError, OSError) as exc:  # InputError (bad run.json, not a run) is a ValueError
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(ExitCode.USAGE) from None
-    worse = result.worse()
+    worse, uncompared = result.worse(), result.not_comparable()
     if as_json:
         out.print_json(json.dumps(result.to_dict()))
     else:
         _print(result)
     for run in (result.a, result.b):
         print_skipped(run.skipped, None, f"line(s) of {run.path} skipped")
+    label = "[red]not comparable[/red]" if fail_if_worse else "[yellow]note[/yellow]: too few to test"
+    for sentence in uncompared:
+        err.print(f"{label}: {escape(sentence)}")
     if worse:
         err.print(f"[red]worse[/red]: B is significantly worse than A on {', '.join(worse)}")
-    if fail_if_worse and worse:
+    if fail_if_worse and result.failures():
         raise typer.Exit(ExitCode.FAILED)
 
 

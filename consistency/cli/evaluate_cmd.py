@@ -7,14 +7,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..evaluation import (
     EvaluationResult,
     RunDir,
     RunDirError,
     RunOptions,
-    Tally,
     estimate,
     estimate_questions,
     estimate_resume,
@@ -22,6 +20,7 @@ from ..evaluation import (
     resume,
 )
 from ..evaluation.ground_truth import evaluate_questions, resume_questions
+from ..evaluation.reading import how_to_read
 from ..evaluation.sessions import this_session
 from ..files import DetectionError
 from ..forecasters import ForecasterSpecError, load_forecaster
@@ -35,57 +34,8 @@ from .console import err, escape, fmt, out, print_skipped
 from .cost_view import print_estimate, stopped_at_cap
 from .exits import ExitCode, interrupted_code, terminated
 from .llm_command import llm_settings_command
+from .progress import RunBar
 from .score_cmd import render_table
-
-
-class _Bar:
-    """A rich progress bar fed by the evaluation's callbacks: done / failed / cached / cost so far."""
-
-    def __init__(self) -> None:
-        self.tally = Tally()
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[info]}"),
-            TimeElapsedColumn(),
-            console=err,
-            transient=False,
-        )
-        self.task: Any = None
-        self.batches: Any = None
-
-    def start(self, tally: Tally) -> None:
-        self.tally = tally
-        self.progress.start()
-        self.task = self.progress.add_task("forecasting", total=tally.total, completed=tally.done, info=self._info())
-
-    def record(self, record: dict[str, Any]) -> None:
-        ok = record.get("forecast") is not None
-        self.tally.done += ok
-        self.tally.failed += not ok
-        self.tally.cached += bool(record.get("calls")) and record.get("cache_hits") == record.get("calls")
-        self.tally.cost += record.get("cost") or 0.0
-        self.progress.update(self.task, completed=self.tally.done + self.tally.failed, info=self._info())
-
-    def batch(self, progress: Any) -> None:
-        """Batch mode: a second line with the batches' state (called whenever a batch changes)."""
-        p = progress
-        info = (
-            f"{p.batches} submitted ({p.requests} requests)  in progress {p.in_progress}  "
-            f"answered {p.completed}  failed {p.failed}  expected ${p.expected_cost:.4f}"
-        )
-        if self.batches is None:
-            self.batches = self.progress.add_task("batches", total=None, info=info)
-        self.progress.update(self.batches, info=info)
-
-    def _info(self) -> str:
-        t = self.tally
-        return f"failed {t.failed}  cached {t.cached}  ${t.cost:.4f}"
-
-    def stop(self) -> None:
-        if self.task is not None:  # never started (an error before the run): nothing to close
-            self.progress.stop()
 
 
 @llm_settings_command
@@ -95,8 +45,9 @@ def evaluate_cmd(
         typer.Option(
             "--forecaster",
             "-f",
-            help="basic, cot, constant, uniform, crowd, replay; a model (local, gpt-4o, openai/NAME, "
-            "openrouter/VENDOR/NAME, URL::NAME: the basic forecaster with it); name:model (cot:gpt-4o); "
+            help="basic, cot, logprob, constant, uniform, crowd, replay; a model (gpt-4o, openai/NAME, "
+            "openrouter/VENDOR/NAME, URL::NAME: the basic forecaster with it; local: the bundled model, "
+            "logprob:local); name:model (cot:gpt-4o, logprob:gpt-4o-mini, basic:local); "
             "arbitrage:SPEC (SPEC arbitraged, -F checks=neg,cond); file.py::Class or package.module:Class; "
             "a forecasting-tools bot: ft:bot.py::MyBot, ft:package.module:MyBot, ft:TemplateBot.",
         ),
@@ -182,7 +133,16 @@ def evaluate_cmd(
     llm_settings: LLMSettings,
 ) -> None:
     """Forecast every question of a consistency benchmark once, score every tuple, write a run directory."""
-    bar = _Bar()
+    from ..metrics.gates import LimitError, checked_limit
+
+    try:  # a gate that could never fail (NaN, inf, negative) is refused before any question is asked
+        for flag, gate_limit in (("--max-violation", max_violation), ("--fail-on-error", fail_on_error)):
+            if gate_limit is not None:
+                checked_limit(flag, gate_limit)
+    except LimitError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(ExitCode.USAGE) from None
+    bar = RunBar()
     options = RunOptions(
         concurrency=concurrency,
         timeout=forecast_timeout,
@@ -472,6 +432,9 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
         out.print_json((result.run_dir / "summary.json").read_text(encoding="utf-8"))
     else:
         out.print(render_table(result.report))
+    note = None if as_json else how_to_read(result.run_dir, meta)
+    if note:
+        out.print(note, markup=False, highlight=False)
     totals, session = meta.get("totals", {}), this_session(meta)
     part, count = "", len(meta.get("sessions") or [])
     if count > 1:

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..checks import Check, UnknownCheckError, all_checks, get_check
 from ..embeddings import make_embedder
 from ..generate import TemplateInstantiator
+from ..generate.chains import NO_HORIZON
 from ..generate.llm import LLMInstantiator
 from ..generate.pipeline import GenerateOptions, GenerateReport, generate
 from ..generate.relevance import RelevanceRanker
@@ -22,6 +22,7 @@ from ..models import ForecastingQuestion
 from .console import err, escape, out
 from .exits import ExitCode
 from .llm_command import LLMArgs, llm_command, print_usage, run_calls
+from .progress import Progress
 
 
 class InstantiatorChoice(StrEnum):
@@ -189,8 +190,8 @@ def shortfall(report: GenerateReport, options: GenerateOptions, questions: int) 
     rejected = sum(v for k, v in report.rejected.items() if not k.startswith("relevance"))
     if rejected:
         why.append(f"{rejected} made this run were rejected (reasons in {report.rejects_path})")
-    if report.rejected.get("instantiate: no deadline the template can move", 0):
-        why.append("the horizon template fits only 'by DATE' questions (--instantiator llm writes chains for others)")
+    if report.skipped:
+        why.append(f"{report.skipped} skipped: {NO_HORIZON} (--instantiator llm writes chains for others)")
     if not cut and not report.rejected.get("relevance: not in the top", 0):
         why.append(
             f"only {report.candidates} candidate base assignment(s) from {questions} question(s) "
@@ -220,17 +221,17 @@ async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan,
         inst = LLMInstantiator(llm, llm_args.model) if plan.instantiator == "llm" else TemplateInstantiator()
         verifier = TupleVerifier(llm, plan.judge, plan.threshold) if plan.verify else None
         scorer = (llm, plan.judge) if plan.relevance == "llm" else (None, None)
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, TextColumn("{task.fields[note]}"), console=err) as progress:
+        with Progress() as progress:
             for check in checks:
                 ranker = None
                 if plan.relevance != "off":
                     ranker = RelevanceRanker(make_embedder(plan.embeddings, llm), *scorer)
-                task = progress.add_task(check.class_name, total=plan.options.n, note="")
+                task = progress.task(check.class_name, total=plan.options.n)
 
                 def show(r: GenerateReport, task=task) -> None:
                     rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
-                    progress.update(task, completed=r.total, note=f"{rejected} rejected, {llm.stats.calls} calls")
+                    skipped = f", {r.skipped} skipped" if r.skipped else ""
+                    task.update(completed=r.total, info=f"{rejected} rejected{skipped}, {llm.stats.calls} calls")
 
                 try:
                     report = await generate(
@@ -244,7 +245,7 @@ async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan,
                         on_progress=show,
                     )
                 except ValueError as exc:  # e.g. fewer base questions than the check needs: the others go on
-                    progress.update(task, note="skipped")
+                    task.update(info="skipped")
                     skipped.append((check.name, str(exc)))
                     continue
                 reports.append(report)
@@ -258,8 +259,10 @@ def _print_report(report: GenerateReport) -> None:
         + (f" ({report.already} from an earlier run)" if report.already else "")
         + f"; {report.candidates} candidate base assignment(s)"
     )
+    if report.skipped:
+        out.print(f"  skipped {report.skipped} question(s): {escape(NO_HORIZON)}")
     for step, count in sorted(report.rejected.items()):
         if count:
             out.print(f"  rejected at {escape(step)}: {count}")
-    if any(not k.startswith("relevance") and v for k, v in report.rejected.items()):
+    if report.skipped or any(not k.startswith("relevance") and v for k, v in report.rejected.items()):
         out.print(f"  reasons: {escape(str(report.rejects_path))}")

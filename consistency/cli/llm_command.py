@@ -126,9 +126,11 @@ def run_calls(work: Coroutine[Any, Any, T], *, resumable: bool = True) -> T:
     from ..llm.fatal import FatalError
     from ..locking import InUseError
     from ..write_errors import cannot_write
+    from .progress import local_model_status
 
     try:
-        return asyncio.run(work)
+        with local_model_status():  # the bundled model's download and start, said while they happen
+            return asyncio.run(work)
     except FatalError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         if resumable:

@@ -266,10 +266,9 @@ def scrape_cmd(
 ) -> None:
     """Questions (binary, multiple-choice, numeric, date) from a forecasting platform, appended to --out
     (de-duplicated by source id)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from ..sources import SOURCES, FatalHTTPError, HttpSettings, ScrapeOptions, scrape
     from ..sources.scraper import ALL_TYPES
+    from .progress import Progress
 
     chosen = [t.strip() for t in types.split(",") if t.strip()]
     chosen = list(ALL_TYPES) if chosen == ["all"] else chosen
@@ -295,15 +294,13 @@ def scrape_cmd(
         requests_per_minute=src.default_rpm if rpm is None else (rpm or None), concurrency=concurrency,
         timeout=timeout, max_attempts=max_attempts, offline=offline, refresh=refresh,
     )  # fmt: skip
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-               TimeElapsedColumn())  # fmt: skip
-    with Progress(*columns, console=err, transient=True) as progress:
-        task = progress.add_task(f"scraping {source}", total=n, info="")
+    with Progress(transient=True) as progress:
+        task = progress.task(f"scraping {source}", total=n)
 
         def on_page(report) -> None:
             skipped = sum(report.skipped.values())
             info = f"{report.pages} pages, {skipped} skipped, {report.already} already there"
-            progress.update(task, completed=report.written, info=info)
+            task.update(completed=report.written, info=info)
 
         try:
             report = asyncio.run(

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .console import err, escape, fmt, out
+from .progress import working
 
 
 def report(
@@ -48,15 +49,16 @@ def report(
     import time
 
     from ..accuracy.inputs import ScoreInputError
+    from ..errors import InputError
     from ..files import DetectionError
     from ..metrics.forecast_files import ScoringError
     from ..report import ReportInputError, make_report
 
     start = time.perf_counter()
     try:
-        with err.status(f"reading {len(paths)} path(s) and drawing the figures"):
+        with working(f"reading {len(paths)} path(s) and drawing the figures"):
             result = make_report(paths, out_file, top=top, png_dir=png, title=title)
-    except (ReportInputError, ScoringError, ScoreInputError, DetectionError) as exc:
+    except (InputError, ReportInputError, ScoringError, ScoreInputError, DetectionError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     except OSError as exc:

@@ -14,10 +14,9 @@ import argparse
 import asyncio
 from pathlib import Path
 
-from ..checks import chain_fields
+from ..checks import get_check
 from ..checks.builtin import BUILTIN_CHECKS
-from ..generate import TemplateInstantiator, instantiate_all
-from ..generate.chains import fits_horizon
+from ..generate import Instantiated, TemplateInstantiator, instantiate_all
 from ..jsonl import read_jsonl, write_jsonl
 from ..models import ForecastingQuestion
 from . import benchmark_dir
@@ -25,21 +24,21 @@ from . import benchmark_dir
 PER_CHECK = 24
 
 
-def make_benchmark(questions_path: Path, out_dir: Path, per_check: int = PER_CHECK, seed: int = 0) -> dict[str, int]:
+def make_benchmark(
+    questions_path: Path, out_dir: Path, per_check: int = PER_CHECK, seed: int = 0
+) -> dict[str, Instantiated]:
+    """Every builtin check's tuples written to ``out_dir``; what was made (and skipped), per checker file."""
     questions = []
     for _, item in read_jsonl(questions_path, ForecastingQuestion):
         if isinstance(item, list):
             raise ValueError(str(item[0]))
         questions.append(item)
     instantiator = TemplateInstantiator()
-    counts = {}
-    for check in BUILTIN_CHECKS:
-        pool = questions
-        if chain_fields(check):
-            pool = [q for q in questions if fits_horizon(q)]
-        tuples = asyncio.run(instantiate_all(instantiator, check, pool, per_check, seed=seed))
-        counts[check.class_name] = write_jsonl(out_dir / f"{check.class_name}.jsonl", tuples)
-    return counts
+    made = {}
+    for check in BUILTIN_CHECKS:  # MONOTONE's chains start only from questions with a deadline to move
+        made[check.class_name] = asyncio.run(instantiate_all(instantiator, check, questions, per_check, seed=seed))
+        write_jsonl(out_dir / f"{check.class_name}.jsonl", made[check.class_name].tuples)
+    return made
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -49,9 +48,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-check", type=int, default=PER_CHECK)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    counts = make_benchmark(args.questions, args.out, args.per_check, args.seed)
-    for name, n in counts.items():
-        print(f"{args.out / name}.jsonl: {n} tuples")
+    for name, made in make_benchmark(args.questions, args.out, args.per_check, args.seed).items():
+        note = made.note(get_check(name))
+        print(f"{args.out / name}.jsonl: {len(made.tuples)} tuples" + (f" ({note})" if note else ""))
 
 
 if __name__ == "__main__":

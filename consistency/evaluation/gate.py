@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ..forecasters import Forecaster
 from ..metrics.forecast_files import ScoreReport
-from ..metrics.gates import over_limit
+from ..metrics.gates import checked_limit, over_limit
 from ..metrics.run_diff import read_run_scores
 from .asking import RunOptions
 from .runner import evaluate
@@ -36,15 +37,23 @@ def assert_consistent(
     :class:`InconsistentForecaster` when the mean arbitrage violation over checks (each check with
     ``per_check``) is above ``max_violation``. Answers are cached as in any run, so an unchanged
     forecaster costs nothing to check again. Returns the scores when the gate passes.
+
+    A limit that could never fail (NaN, infinite, negative) or ``n`` below 1 is refused before any
+    question is asked (:class:`~consistency.metrics.gates.LimitError`); a run in which no tuple could be
+    scored fails the gate (there is nothing to show consistent).
     """
+    max_violation = checked_limit("max_violation", max_violation)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InputError(f"n must be a whole number of tuples per check, at least 1, got {n!r}")
     target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="consistency-gate-"))
     result = evaluate(forecaster, checks=checks, limit=n, seed=seed, out=target / "run", options=options)
     if result.report is None:  # pragma: no cover - evaluate always scores tuples
         raise RuntimeError("no scores")
     over = over_limit(result.report, max_violation, per_check=per_check)
-    if not over and not result.failures:
+    scored = result.report.aggregate()["default"]["num_samples"]
+    if not over and not result.failures and scored:
         return result.report
-    lines = []
+    lines = [] if scored else ["no tuple could be scored: there is nothing to show consistent"]
     for name, value in over:
         what = "mean over checks" if name == "overall" else name
         lines.append(f"mean arbitrage violation ({what}) {value:.4f} > max_violation {max_violation:g}")

@@ -20,17 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..jsonl import AppendLog, atomic_write, dump_line, parse_json, write_json
+from ..errors import InputError
+from ..jsonl import AppendLog, atomic_write, dump_line, write_json
+from ..store.layout import JOURNAL, LOCK_FILE, RUN_FILE, TRANSCRIPT
+from ..store.meta import read_run_meta
+from ..store.outputs import no_links_inside, output_dir
 
-RUN_FILE = "run.json"
-JOURNAL = "forecasts.jsonl"
-TRANSCRIPT = "llm_calls.jsonl"
-#: Held (``flock``) by the process working on the run; the OS drops it when that process ends, however.
-LOCK_FILE = ".lock"
+__all__ = ["JOURNAL", "LOCK_FILE", "RUN_FILE", "TRANSCRIPT", "RunDir", "RunDirError", "git_commit", "now"]
 
 
-class RunDirError(ValueError):
-    pass
+class RunDirError(InputError):
+    """A directory that cannot be used as (or is not) a run directory; ``str()`` says why in one sentence."""
 
 
 def now() -> str:
@@ -66,7 +66,9 @@ class RunDir:
         """
         if self._lock is not None:
             return
+        output_dir(self.path)  # a link to a directory is followed; one leading nowhere is refused
         self.path.mkdir(parents=True, exist_ok=True)
+        no_links_inside(self.path)  # the journal, transcript and record are appended to in place
         fh = (self.path / LOCK_FILE).open("a+", encoding="utf-8")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -133,17 +135,9 @@ class RunDir:
         )
 
     def read(self) -> dict[str, Any]:
-        if not self.run_file.is_file():
-            raise RunDirError(f"{self.path}: no {RUN_FILE}; not a run directory")
-        try:
-            meta = parse_json(self.run_file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise RunDirError(f"{self.run_file}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-        except (ValueError, OSError) as exc:
-            raise RunDirError(f"{self.run_file}: cannot be read ({exc})") from None
-        if not isinstance(meta, dict):
-            raise RunDirError(f"{self.run_file}: not a run record (a JSON {type(meta).__name__}, not an object)")
-        return meta
+        """``run.json`` as a dict, checked by :func:`~consistency.store.meta.read_run_meta` (a damaged record
+        is a :class:`~consistency.store.meta.RunMetaError` naming the field)."""
+        return read_run_meta(self.path).to_dict()
 
     def update(self, **changes: Any) -> dict[str, Any]:
         meta = self.read() | changes

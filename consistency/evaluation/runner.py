@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..checks import Check
 from ..forecasters import Forecaster, Occurrence, load_forecaster
+from ..forecasters.loading import load_recorded
 from ..jsonl import LineError, atomic_write, dump_line
 from ..llm.secrets import redact
 from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
@@ -120,7 +121,7 @@ def reopen_run(
                 "resume with the same spec again: --resume DIR -f SPEC"
             )
         recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
-        forecaster = load_forecaster(meta["forecaster_spec"], recorded)
+        forecaster = load_recorded(meta["forecaster_spec"], recorded, meta["forecaster"].get("forecaster_class"))
     options = options or options_of(meta)
     return run, meta, forecaster, options
 

@@ -1,7 +1,8 @@
 """Forecasters: subclass :class:`Forecaster` and implement one async method.
 
-Built-ins are selectable by name: ``basic``, ``cot``, ``constant``, ``uniform``, ``crowd``,
-``replay`` and ``arbitrage``; a bare model spec (``gpt-4o``, ``local``) means ``basic`` with that model.
+Built-ins are selectable by name: ``basic``, ``cot``, ``logprob``, ``constant``, ``uniform``, ``crowd``,
+``replay`` and ``arbitrage``; a bare model spec (``gpt-4o``) means ``basic`` with that model, except the
+bundled ``local`` one, which means ``logprob:local`` (``basic:local`` asks it to write a number).
 """
 
 from . import bots
@@ -27,12 +28,14 @@ from .loading import (
     register_prefix,
     typed_options,
 )
+from .logprob import LogprobForecaster
 from .replay import ReplayForecaster
 from .simple import ConstantForecaster, UniformForecaster
 
-for _cls in (BasicForecaster, CoTForecaster, ConstantForecaster, UniformForecaster, CrowdForecaster, ReplayForecaster):
+for _cls in (BasicForecaster, CoTForecaster, LogprobForecaster, ConstantForecaster, UniformForecaster):
     register_forecaster(_cls)
-register_forecaster(ArbitrageForecaster)
+for _cls in (CrowdForecaster, ReplayForecaster, ArbitrageForecaster):
+    register_forecaster(_cls)
 register_prefix("ft", bots.bot_forecaster_class, bots.adapt)  # the library is imported only when used
 
 __all__ = [
@@ -50,6 +53,7 @@ __all__ = [
     "Forecaster",
     "ForecasterSpecError",
     "LLMForecaster",
+    "LogprobForecaster",
     "Occurrence",
     "ProbabilityAnswer",
     "ReplayForecaster",

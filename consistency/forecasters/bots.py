@@ -26,6 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..extras import install_hint
 from ..llm.secrets import redact
 from ..models import Forecast, ForecastingQuestion
 from .base import Forecaster, note_call
@@ -35,7 +36,7 @@ from .loading import ForecasterSpecError
 log = logging.getLogger(__name__)
 
 EXTRA = "bots"
-INSTALL = f'pip install -e ".[{EXTRA}]"'
+INSTALL = install_hint(EXTRA)
 #: Bot settings that do not change an answer (left out of the cache key), and object addresses in reprs.
 _NOT_ANSWERS = frozenset(
     {"metaculus_client", "publish_reports_to_metaculus", "folder_to_save_reports_to"}

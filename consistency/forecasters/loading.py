@@ -2,9 +2,10 @@
 
 A spec is a registered name (``basic``, ``cot``...), ``name:model`` (``cot:gpt-4o``), a user's
 class (``path/to/file.py::ClassName`` or ``package.module:ClassName``), or else a model spec,
-which means the basic forecaster with that model. A bare model name must be a known one
-(:func:`hosted_model`), so a typo is refused with a suggestion instead of becoming a model
-that fails at its first call. Option values are typed from the constructor's signature.
+which means the basic forecaster with that model (the bundled ``local`` model: the logprob
+forecaster, :data:`BARE_LOCAL`). A bare model name must be a known one (:func:`hosted_model`),
+so a typo is refused with a suggestion instead of becoming a model that fails at its first call.
+Option values are typed from the constructor's signature.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from ..llm.specs import ModelSpecError, known_models, parse_model_spec
 from .base import Forecaster, sync_forecast_problem
 
 _REGISTRY: dict[str, type[Forecaster]] = {}
+#: The forecaster a bare ``local`` spec means: asked to write a number, the bundled 135M model writes
+#: about 1.0 to everything; its Yes/No next-token distribution varies (``basic:local`` keeps the former).
+BARE_LOCAL = "logprob"
 
 
 class ForecasterSpecError(ValueError):
@@ -69,7 +73,8 @@ def forecaster_class(spec: str) -> tuple[type[Forecaster], dict[str, Any]]:
         return _from_module(name, rest), {}
     if any(c.isspace() for c in text):
         raise ForecasterSpecError(f"unknown forecaster {spec!r} (known: {', '.join(forecaster_names())})")
-    return _REGISTRY["basic"], {"model": hosted_model(text)}
+    model = hosted_model(text)
+    return _REGISTRY[BARE_LOCAL if parse_model_spec(model).provider == "local" else "basic"], {"model": model}
 
 
 def hosted_model(text: str, within: str | None = None) -> str:
@@ -161,6 +166,18 @@ def _check_async(cls: type[Forecaster]) -> None:
     problem = sync_forecast_problem(cls)
     if problem is not None:
         raise ForecasterSpecError(problem)
+
+
+def load_recorded(spec: str, options: Mapping[str, Any] | None, recorded_class: str | None) -> Forecaster:
+    """The forecaster a run recorded, to resume it: ``spec`` as :func:`load_forecaster` reads it today, unless a
+    bare model spec now means another built-in than the run used (``local`` meant ``basic`` before it meant
+    ``logprob``): then the run's own class, with that model, so that a resume never changes what it measures."""
+    bare = ":" not in spec.replace("://", "").split("::")[0]  # not name:model, ft:..., a module:Class
+    if bare and recorded_class is not None:
+        for name, cls in _REGISTRY.items():
+            if cls.__name__ == recorded_class and cls is not forecaster_class(spec)[0]:
+                return load_forecaster(f"{name}:{spec}", options)
+    return load_forecaster(spec, options)
 
 
 def _check_model_option(cls: type[Forecaster], raw: dict[str, Any], spec: str) -> None:

@@ -6,9 +6,10 @@ resolutions, provenance) is computed here from the check's declaration, never wr
 """
 
 from .template import TemplateInstantiator, render_field
-from .tuples import assemble_tuple, choose_around, choose_bases, field_id, instantiate_all
+from .tuples import Instantiated, assemble_tuple, choose_around, choose_bases, field_id, instantiate_all
 
 __all__ = [
+    "Instantiated",
     "TemplateInstantiator",
     "assemble_tuple",
     "choose_around",

@@ -45,6 +45,10 @@ _REPORTED = re.compile(
 )
 
 
+#: Why the horizon template skips a question: said, with how many, by ``cc generate``, ``cc attack`` and the benchmarks.
+NO_HORIZON = "no 'by DATE' deadline the horizon template can move"
+
+
 class NoHorizon(ValueError):
     """The question has no "by DATE" deadline the template can move (the model instantiator can try)."""
 

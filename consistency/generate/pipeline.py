@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from ..checks import Check
 from ..jsonl import AppendLog
 from ..models import ForecastingQuestion
-from .chains import NoHorizon
+from .chains import NO_HORIZON, NoHorizon
 from .llm import InstantiationError
 from .relevance import Ranked, RelevanceRanker
 from .tuples import Instantiator, choose_around, choose_bases
@@ -32,6 +32,7 @@ from .verify import TupleVerifier
 log = logging.getLogger(__name__)
 
 Bases = Mapping[str, ForecastingQuestion]
+SKIPPED = "skipped"  # the step of a base the instantiator cannot use: counted apart from the rejected
 
 
 @dataclass
@@ -54,6 +55,7 @@ class GenerateReport:
     written: int = 0
     candidates: int = 0
     rejected: Counter = field(default_factory=Counter)  # step → count, this run
+    skipped: int = 0  # bases the instantiator cannot use (a chain's source with no deadline to move), this run
     surplus: int = 0  # accepted once n were already written (made in parallel; cached, not written)
 
     @property
@@ -152,6 +154,9 @@ async def generate(
                         continue
                     accepted.append(line)
                     report.written += 1
+                elif step == SKIPPED:  # recorded with its reason, so a resumed run does not try it again
+                    rejects.append(line)
+                    report.skipped += 1
                 else:
                     rejects.append(line)
                     report.rejected[step] += 1
@@ -174,7 +179,7 @@ async def _make(
     try:
         tup = await instantiator.instantiate(check, bases)
     except NoHorizon as exc:
-        return "instantiate: no deadline the template can move", reject | {"step": "instantiate", "reason": str(exc)}
+        return SKIPPED, reject | {"step": "skipped", "reason": f"{NO_HORIZON}: {exc}"}
     except InstantiationError as exc:
         return "instantiate: model answer unusable", reject | {
             "step": "instantiate",

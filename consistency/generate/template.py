@@ -14,6 +14,7 @@ from typing import Any
 from ..checks import Check, chain_fields
 from ..checks.logic import And, Formula, Given, Implies, Not, Or, Var
 from ..models import ForecastingQuestion
+from .chains import NO_HORIZON, fits_horizon, horizon_chain
 from .tuples import assemble_tuple
 
 
@@ -22,16 +23,20 @@ class TemplateInstantiator:
     (MONOTONE) moves its one source question's deadline (:mod:`.chains`)."""
 
     name = "template"
+    skip_reason = NO_HORIZON  # of the questions :meth:`fits` turns away
 
     def bases_for(self, check: Check) -> tuple[str, ...]:
         order = chain_fields(check)
         return order[:1] if order else check.template_check.bases
 
+    def fits(self, check: Check, question: ForecastingQuestion) -> bool:
+        """Whether ``question`` can be a base of ``check``: any question can, except that a chain's source
+        needs a deadline the template can move (``skip_reason`` says so of the others)."""
+        return not chain_fields(check) or fits_horizon(question)
+
     def instantiate_sync(self, check: Check, bases: Mapping[str, ForecastingQuestion]) -> dict[str, Any]:
         order = chain_fields(check)
         if order:
-            from .chains import horizon_chain
-
             if order[0] not in bases:
                 raise KeyError(f"template instantiation of {check.name} needs base question {order[0]}")
             return horizon_chain(check, bases[order[0]], instantiator=self.name)

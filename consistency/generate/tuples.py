@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -13,12 +15,17 @@ from ..checks import Check
 from ..checks.logic import Var
 from ..models import ForecastingQuestion, tuple_model
 
+log = logging.getLogger(__name__)
+
 #: Namespace of the deterministic ids given to generated questions.
 NAMESPACE = uuid.UUID("5b0f3a52-9d7e-4c1e-8a43-6f1f0c2d9e11")
 
 
 class Instantiator(Protocol):
-    """Writes the text of each field of a check from its base questions."""
+    """Writes the text of each field of a check from its base questions.
+
+    One may also say which questions it cannot use, with ``fits(check, question) -> bool`` and a
+    ``skip_reason`` phrase (the template's chains): :func:`instantiate_all` skips those and counts them."""
 
     name: str
 
@@ -131,17 +138,47 @@ def choose_bases(
     return out
 
 
+@dataclass
+class Instantiated:
+    """The tuples made from a pool of questions, and how many of the pool the instantiator had to skip."""
+
+    tuples: list[dict[str, Any]]
+    pool: int  # questions offered
+    skipped: int = 0  # of them, those the instantiator cannot build the check from
+    reason: str = ""  # why (one phrase for all: e.g. a chain's source with no deadline to move)
+
+    def note(self, check: Check) -> str | None:
+        """One sentence saying how many questions were skipped and why (None: none were)."""
+        if not self.skipped:
+            return None
+        return f"{check.name}: skipped {self.skipped} of {self.pool} question(s): {self.reason}"
+
+
+def usable(instantiator: Instantiator, check: Check, questions: Sequence[ForecastingQuestion]) -> list:
+    """The questions ``instantiator`` can build ``check`` from (an instantiator without ``fits`` takes any)."""
+    fits = getattr(instantiator, "fits", None)
+    return list(questions) if fits is None else [q for q in questions if fits(check, q)]
+
+
 async def instantiate_all(
     instantiator: Instantiator,
     check: Check,
     questions: Sequence[ForecastingQuestion],
     n: int,
     seed: int = 0,
-) -> list[dict[str, Any]]:
-    """``n`` tuples of ``check`` from ``questions`` (bases chosen with ``seed``), in a stable order."""
+) -> Instantiated:
+    """``n`` tuples of ``check`` from ``questions`` (bases chosen with ``seed``), in a stable order.
+
+    Questions the instantiator cannot build ``check`` from (the horizon template's chains need a "by
+    DATE" deadline) are skipped and counted, never raised on; too few usable questions is a ValueError."""
+    pool = usable(instantiator, check, questions)
+    made = Instantiated([], len(questions), len(questions) - len(pool), getattr(instantiator, "skip_reason", ""))
+    if made.skipped:
+        log.info("%s", made.note(check))
     rng = np.random.default_rng([seed, sum(check.name.encode())])
-    chosen = choose_bases(questions, instantiator.bases_for(check), n, rng)
-    return [await instantiator.instantiate(check, bases) for bases in chosen]
+    chosen = choose_bases(pool, instantiator.bases_for(check), n, rng)
+    made.tuples = [await instantiator.instantiate(check, bases) for bases in chosen]
+    return made
 
 
 def choose_around(

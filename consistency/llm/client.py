@@ -34,11 +34,12 @@ from .accounting import RunStats, Transcript, Usage
 from .batch import BatchProgress
 from .cache import ResponseCache, cache_key
 from .endpoint import Endpoint, tls_context
-from .errors import describe, short, transient
-from .fatal import Breaker, FatalError, diagnose
+from .errors import describe, lost_in_transit, short, transient
+from .fatal import Breaker, FatalError, diagnose, host_of
 from .ledger import LEDGER, Ledger, batched
+from .logprobs import MAX_TOP_LOGPROBS, NextToken, next_token
 from .models import LLMResult, LLMSettings
-from .retry import backoff, backoff_wait
+from .retry import backoff
 from .secrets import redact
 from .specs import ModelSpec, parse_model_spec
 from .structured import ValidationFailed, ask_structured, cached_schema, cut, plan, raw_text, total_usage
@@ -108,6 +109,16 @@ class LLM:
     async def text(self, model: str | ModelSpec, messages: Messages, **params: Any) -> LLMResult[str]:
         """A free-text answer."""
         return await self._call(model, list(messages), None, params)
+
+    async def next_token(
+        self, model: str | ModelSpec, messages: Messages, top_logprobs: int = MAX_TOP_LOGPROBS, **params: Any
+    ) -> LLMResult[NextToken]:
+        """The distribution of the answer's first token: one generated token (``max_tokens=1`` unless
+        ``params`` sets a limit), its ``top_logprobs`` most likely alternatives. An endpoint that returns
+        no logprobs stops the run (every call would fail the same way)."""
+        limit = {} if "max_tokens" in params or "max_completion_tokens" in params else {"max_tokens": 1}
+        asked = {**limit, **params, "logprobs": True, "top_logprobs": top_logprobs}
+        return await self._call(model, list(messages), NextToken, asked)
 
     async def embed(self, model: str | ModelSpec, texts: Sequence[str]) -> list[list[float]]:
         """Embedding vectors (cached per text); raises once retries are exhausted."""
@@ -256,9 +267,10 @@ class LLM:
                     result = await self._attempt(ep, messages, response_model, params, attempts)
                     break
                 except Exception as exc:
-                    if self._retryable(exc, ep.spec) and attempts < self.settings.max_attempts:
+                    last = attempts >= self.settings.max_attempts  # no retry to confirm it: count it as is
+                    if self._retryable(exc, ep.spec, None if last else attempts) and not last:
                         self._count_retry(exc, attempts)
-                        await asyncio.sleep(backoff(exc, attempts, self.settings.max_backoff))
+                        await asyncio.sleep(self._pause(exc, attempts))
                         continue
                     # retries exhausted, or an error that retrying cannot fix
                     diagnosis = diagnose(exc, ep.spec)
@@ -293,6 +305,8 @@ class LLM:
         self, ep: Endpoint, messages: list[dict[str, Any]], response_model: type | None, params: dict[str, Any]
     ) -> LLMResult:
         _, create = ep.pick()
+        if response_model is NextToken:
+            return self._next_token(ep, await create(model=ep.model, messages=messages, **params))
         if response_model is None:
             completion = await create(model=ep.model, messages=messages, **params)
             usage = Usage.of(ep.model, completion.usage, batched())
@@ -329,6 +343,20 @@ class LLM:
         value = response_model.model_validate(parsed.model_dump())
         completion = completions[-1]
         return LLMResult(value, raw=raw_text(completion), usage=usage)
+
+    def _next_token(self, ep: Endpoint, completion: Any) -> LLMResult:
+        """A completion's first-token distribution; none at all means the endpoint ignores ``logprobs``."""
+        usage = Usage.of(ep.model, completion.usage, batched())
+        self._spend(usage)
+        raw = raw_text(completion)
+        found = next_token(completion)
+        if found is None:
+            self.breaker.trip(
+                f"{host_of(ep.spec)} returned no logprobs for model {ep.spec.model!r}: the logprob forecaster needs "
+                "an endpoint that returns them (OpenAI's, llama.cpp's, vLLM's do); use basic:MODEL with this one"
+            )
+            return LLMResult(None, error="the endpoint returned no logprobs", raw=raw, usage=usage)
+        return LLMResult(found, raw=raw, usage=usage)
 
     async def _ask_longer(
         self,
@@ -369,10 +397,10 @@ class LLM:
             before_sleep=self._before_retry,
         )
 
-    def _retryable(self, exc: BaseException, spec: ModelSpec | None) -> bool:
+    def _retryable(self, exc: BaseException, spec: ModelSpec | None, attempt: int | None = None) -> bool:
         """Whether a failed attempt is worth another; the breaker sees every failure of ``spec``."""
         if spec is not None:
-            self.breaker.failure(exc, spec)
+            self.breaker.failure(exc, spec, attempt)
         return transient(exc) and self.breaker.reason is None
 
     def _over_budget(self) -> LLMResult | None:
@@ -385,7 +413,14 @@ class LLM:
         return LLMResult(None, error=f"cost limit of ${limit:g} reached; call not made")
 
     def _wait(self, state: RetryCallState) -> float:
-        return backoff_wait(state, self.settings.max_backoff)
+        return self._pause(state.outcome.exception() if state.outcome else None, state.attempt_number)
+
+    def _pause(self, exc: BaseException | None, attempt: int) -> float:
+        """Seconds before the next attempt: none after a first attempt lost in transit (timed out, dropped,
+        unreadable: :func:`~.errors.lost_in_transit`), else the server's hint or jittered backoff."""
+        if attempt == 1 and exc is not None and lost_in_transit(exc):
+            return 0.0
+        return backoff(exc, attempt, self.settings.max_backoff)
 
     def _before_retry(self, state: RetryCallState) -> None:
         self._count_retry(state.outcome.exception() if state.outcome else None, state.attempt_number)

@@ -29,6 +29,32 @@ def transient(exc: BaseException) -> bool:
     return isinstance(exc, (json.JSONDecodeError, httpx2.TransportError))
 
 
+#: Errors that mean the server was never reached (down, refusing, unroutable): a retry must back off.
+CONNECT_ERRORS = (httpx2.ConnectError, httpx2.ConnectTimeout)
+
+
+def connect_cause(exc: BaseException | None) -> BaseException | None:
+    """The connection failure behind ``exc`` (its cause or context, a few levels down), if any."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, CONNECT_ERRORS):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+def lost_in_transit(exc: BaseException) -> bool:
+    """A failed attempt that carries no sign of a busy server: it timed out (the timeout was the wait),
+    its connection dropped after it was made, or its body could not be read. Its first retry goes at
+    once; a 429, a 5xx or a refused connection, which do say the server is busy or down, back off."""
+    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError)):
+        return True
+    if isinstance(exc, (openai.APIConnectionError, httpx2.TransportError)):  # APITimeoutError included
+        return connect_cause(exc) is None
+    return False
+
+
 def describe(exc: BaseException | None) -> str:
     if exc is None:
         return "unknown error"

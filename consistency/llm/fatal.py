@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 
+from .errors import connect_cause
 from .secrets import redact
 from .specs import ModelSpec
 
@@ -30,7 +31,6 @@ SERVER_ERRORS_AFTER = 8
 
 _DEFAULT_HOSTS = {"openai": "api.openai.com", "local": "the bundled local model server"}
 _FATAL_STATUS = {400, 401, 403, 404, 422}
-_CONNECT_ERRORS = (httpx2.ConnectError, httpx2.ConnectTimeout)
 
 
 class FatalError(RuntimeError):
@@ -62,22 +62,15 @@ def _message(exc: openai.APIStatusError) -> str:
     return " ".join(str(text).split())[:200]
 
 
-def _connect_cause(exc: BaseException) -> BaseException | None:
-    seen = 0
-    while exc is not None and seen < 8:
-        if isinstance(exc, _CONNECT_ERRORS):
-            return exc
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-        seen += 1
-    return None
-
-
 @dataclass(frozen=True)
 class Diagnosis:
     signature: str  # identical errors share it
     sentence: str  # cause and fix, for the user
     after: int = FATAL_AFTER  # occurrences in a row that stop the run
     needs_unreached: bool = False  # only fatal while the endpoint never answered (connection failures)
+    #: only a retry's failure counts: a first connection attempt that timed out may only mean that this
+    #: process was too busy to see the connection complete (64 requests starting at once on a loaded machine)
+    needs_retry: bool = False
 
 
 def diagnose(exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
@@ -117,7 +110,7 @@ def diagnose(exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
             after=SERVER_ERRORS_AFTER,
             needs_unreached=True,
         )
-    cause = _connect_cause(exc)
+    cause = connect_cause(exc)
     if cause is not None:
         text = redact(" ".join(str(cause).split())) or type(cause).__name__
         fix = "check that the server is running, the URL and port are right, and the network is up"
@@ -125,6 +118,7 @@ def diagnose(exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
             f"connect:{type(cause).__name__}",
             f"cannot connect to {host} ({type(cause).__name__}: {text}); {fix}",
             needs_unreached=True,
+            needs_retry=isinstance(cause, httpx2.ConnectTimeout),
         )
     return None
 
@@ -150,12 +144,14 @@ class Breaker:
             streak = self._streaks.setdefault(spec.text, _Streak())
             streak.answered, streak.count, streak.signature = True, 0, ""
 
-    def failure(self, exc: BaseException, spec: ModelSpec) -> Diagnosis | None:
-        """Count ``exc``; its diagnosis if it cannot succeed on retry (then the call is not retried,
-        except a connection failure before the breaker trips)."""
+    def failure(self, exc: BaseException, spec: ModelSpec, attempt: int | None = None) -> Diagnosis | None:
+        """Count ``exc`` (the failure of a call's ``attempt``-th try, when known); its diagnosis if it cannot
+        succeed on retry (then the call is not retried, except a connection failure before the breaker trips)."""
         diagnosis = diagnose(exc, spec)
         if diagnosis is None:
             return None
+        if diagnosis.needs_retry and attempt == 1:
+            return diagnosis  # not counted: see Diagnosis.needs_retry
         with self._lock:
             streak = self._streaks.setdefault(spec.text, _Streak())
             if diagnosis.needs_unreached and streak.answered:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from .. import __version__
 from ..checks import Check, all_checks, get_check
@@ -41,6 +41,8 @@ METRICS = ("default", "default_scaled", "frequentist")
 
 class ScoreParams(BaseModel):
     """Everything that changes a score; recorded with every result."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # a NaN threshold would call nothing violated
 
     epsilon: float = DEFAULT_EPSILON
     arbitrage_threshold: float = ARBITRAGE_THRESHOLD
@@ -388,7 +390,9 @@ def score_path(
 
 def write_report(report: ScoreReport, out_dir: str | Path) -> Path:
     """Write ``<Checker>.jsonl``, ``stats_<Checker>.json`` and ``summary.json`` into ``out_dir``."""
-    out = Path(out_dir)
+    from ..store.outputs import output_dir
+
+    out = output_dir(out_dir)  # a link to a directory is followed; one leading nowhere is one sentence
     inputs = {p.resolve() for f in report.files for p in (f.path, f.path.parent)}
     if out.resolve() in inputs:
         raise ScoringError(f"{out} holds the input files; choose another --out so inputs are never modified")

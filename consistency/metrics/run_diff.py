@@ -7,7 +7,6 @@ says so when the two runs' benchmarks differ), resolved questions by id. The mat
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,16 +14,17 @@ from typing import Any
 import numpy as np
 
 from ..checks import get_check
+from ..errors import InputError
 from ..jsonl import LineError, iter_json_lines
+from ..store.layout import GROUND_TRUTH
+from ..store.meta import RunMeta, optional_run_meta
 from .forecast_files import METRICS, ScoreParams, is_checker_file, score_forecasts
 from .paired import PairedDiff, paired_diffs
 
-GROUND_TRUTH = "ground_truth_results.jsonl"
-RUN_FILE = "run.json"
 TESTS = ("wilcoxon", "sign")
 
 
-class DiffInputError(ValueError):
+class DiffInputError(InputError):
     """A path that is not a run directory (or two runs that cannot be paired)."""
 
 
@@ -44,17 +44,16 @@ class RunScores:
     path: Path
     kind: str  # "consistency" or "ground_truth"
     groups: dict[str, Items]
-    meta: dict[str, Any]
+    meta: RunMeta  # empty for a directory of forecast files without run.json
     skipped: list[LineError] = field(default_factory=list)
 
     @property
     def fingerprint(self) -> str | None:
-        return (self.meta.get("benchmark") or {}).get("fingerprint")
+        return self.meta.fingerprint
 
     @property
     def label(self) -> str:
-        forecaster = self.meta.get("forecaster") or {}
-        return str(forecaster.get("name") or self.path.name)
+        return self.meta.forecaster_name or self.path.name
 
 
 @dataclass
@@ -86,13 +85,51 @@ class DiffResult:
     notes: list[str]
     level: float
     test: str
+    #: Shared items each check of A needs for the comparison to count; None: :func:`fewest_to_reject` at the
+    #: check's level (below it no test result could ever say "worse", so a gate would pass on nothing).
+    min_shared: int | None = None
+
+    @property
+    def group_level(self) -> float:
+        """The level each check is tested at: ``level`` / compared checks (Bonferroni)."""
+        return self.level / max(1, len(self.groups))
+
+    @property
+    def floor(self) -> int:
+        return self.min_shared if self.min_shared is not None else fewest_to_reject(self.group_level)
 
     def worse(self) -> list[str]:
         """What is significantly worse in B: ``overall`` at ``level``, a group at ``level`` / groups (Bonferroni)."""
         out = ["overall"] if self.overall.significantly_worse(self.level, self.test) else []
-        per_group = self.level / max(1, len(self.groups))
-        out += [name for name, d in self.groups.items() if d.significantly_worse(per_group, self.test)]
+        out += [name for name, d in self.groups.items() if d.significantly_worse(self.group_level, self.test)]
         return out
+
+    def not_comparable(self) -> list[str]:
+        """One sentence per check of A that B cannot be compared on: no shared items, or fewer than
+        :attr:`floor` (and one when A scored nothing at all)."""
+        what = "resolved questions" if self.a.kind == "ground_truth" else "tuples"
+        scored = {name: len(items.ids) for name, items in self.a.groups.items()}
+        if not any(scored.values()):
+            return [f"A ({self.a.path}) has no scored {what}: there is nothing to compare B with"]
+        if self.min_shared is None:
+            why = f"the fewest with which the {self.test} test could call B worse at level {self.group_level:.3g}"
+        else:
+            why = "the minimum asked for (min_shared)"
+        out = []
+        for name, n_a in scored.items():
+            n = self.groups[name].n if name in self.groups else 0
+            if n_a and n == 0:
+                out.append(f"{name}: B shares none of A's {n_a} {what}, so B cannot be compared with A on it")
+            elif n_a and n < self.floor:
+                out.append(f"{name}: {n} of A's {n_a} {what} shared with B, fewer than {self.floor} ({why})")
+        return out
+
+    def failures(self) -> list[str]:
+        """Why a gate on this comparison fails (``cc diff --fail-if-worse``): B cannot be compared on a check,
+        or B is significantly worse; empty when it passes."""
+        worse = self.worse()
+        significantly = [f"B is significantly worse than A on {', '.join(worse)}"] if worse else []
+        return self.not_comparable() + significantly
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -106,6 +143,8 @@ class DiffResult:
             "overall": self.overall.to_dict(),
             "groups": {name: d.to_dict() for name, d in self.groups.items()},
             "worse": self.worse(),
+            "min_shared": self.floor,
+            "not_comparable": self.not_comparable(),
             "most_changed": [
                 {
                     "group": c.group,
@@ -128,7 +167,7 @@ def read_run_scores(path: str | Path, metric: str = "default") -> RunScores:
     root = Path(path)
     if not root.is_dir():
         raise DiffInputError(f"{root}: no such run directory")
-    meta = _meta(root)
+    meta = optional_run_meta(root) or RunMeta()
     if (root / GROUND_TRUTH).is_file():
         items, skipped = _ground_truth(root / GROUND_TRUTH)
         return RunScores(root, "ground_truth", {"Brier": items}, meta, skipped)
@@ -137,7 +176,7 @@ def read_run_scores(path: str | Path, metric: str = "default") -> RunScores:
         raise DiffInputError(f"{root}: neither <Checker>.jsonl files nor {GROUND_TRUTH}; not a run directory")
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
-    params = ScoreParams.model_validate(meta.get("parameters") or {})
+    params = meta.part("parameters", ScoreParams)
     groups, skipped = {}, []
     for file in files:
         items, bad = _checker_file(file, metric, params)
@@ -156,12 +195,18 @@ def diff_runs(
     level: float = 0.05,
     test: str = "wilcoxon",
     top: int = 5,
+    min_shared: int | None = None,
 ) -> DiffResult:
-    """Compare run B against run A on the items both scored; differences are B − A (positive: B worse)."""
+    """Compare run B against run A on the items both scored; differences are B − A (positive: B worse).
+
+    ``min_shared`` is how many items each check of A must share with B for :meth:`DiffResult.failures` to
+    pass (default: the fewest with which the test can find a difference at the check's level)."""
     if test not in TESTS:
-        raise ValueError(f"unknown test {test!r} (tests: {', '.join(TESTS)})")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be between 0 and 1, got {level}")
+        raise DiffInputError(f"unknown test {test!r} (tests: {', '.join(TESTS)})")
+    if not 0 < level < 1:  # NaN too: every comparison with it is false
+        raise DiffInputError(f"level must be between 0 and 1, got {level}")
+    if min_shared is not None and min_shared < 1:
+        raise DiffInputError(f"min_shared must be at least 1 (a gate must compare something), got {min_shared}")
     ra = a if isinstance(a, RunScores) else read_run_scores(a, metric)
     rb = b if isinstance(b, RunScores) else read_run_scores(b, metric)
     if ra.kind != rb.kind:
@@ -176,6 +221,10 @@ def diff_runs(
         only_a, only_b = len(ia.ids) - len(idx_a), len(ib.ids) - len(idx_b)
         if only_a or only_b:
             notes.append(f"{name}: {len(idx_a)} shared, {only_a} only in A, {only_b} only in B (left out)")
+        finite = np.isfinite(ia.score[idx_a]) & np.isfinite(ib.score[idx_b])
+        if not finite.all():
+            notes.append(f"{name}: {int((~finite).sum())} shared item(s) without a finite score (left out)")
+            idx_a, idx_b = idx_a[finite], idx_b[finite]
         pairs[name] = (ia.score[idx_a], ib.score[idx_b], idx_a, idx_b)
     for name in sorted(set(ra.groups) ^ set(rb.groups)):
         notes.append(f"{name}: only in {'A' if name in ra.groups else 'B'} (left out)")
@@ -184,7 +233,18 @@ def diff_runs(
     )
     groups = dict(zip(pairs, each, strict=True))
     changed = _most_changed(ra, rb, pairs, top)
-    return DiffResult(ra, rb, metric, groups, overall, changed, notes, level, test)
+    return DiffResult(ra, rb, metric, groups, overall, changed, notes, level, test, min_shared)
+
+
+def fewest_to_reject(level: float) -> int:
+    """The fewest paired items with which the two-sided sign or Wilcoxon test can give p < ``level``.
+
+    Both tests' smallest p-value for n untied pairs is 2 / 2^n (every pair on one side), so with fewer
+    items than this no data could ever be called significantly worse: 6 at 0.05, 7 at 0.05 / 3."""
+    n = 1
+    while 2.0 * 0.5**n >= level:
+        n += 1
+    return n
 
 
 def _match(ids_a: list[str], ids_b: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -224,16 +284,6 @@ def _most_changed(ra: RunScores, rb: RunScores, pairs: dict[str, Any], top: int)
         score_a, score_b = float(sa[within[k]]), float(sb[within[k]])
         out.append(Changed(name, ia.ids[i], score_a, score_b, ia.fields, ia.titles[i], ia.probs[i], ib.probs[j]))
     return out
-
-
-def _meta(root: Path) -> dict[str, Any]:
-    file = root / RUN_FILE
-    if not file.is_file():
-        return {}
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DiffInputError(f"{file}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
 
 
 def _checker_file(path: Path, metric: str, params: ScoreParams) -> tuple[Items, list[LineError]]:

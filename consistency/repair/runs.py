@@ -9,6 +9,7 @@ names the source and 0 model calls, and the repair report (``repair.json``).
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import shutil
@@ -20,16 +21,35 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..jsonl import atomic_write, dump_line, iter_json_lines, read_json_object, write_json
+from ..checks.check import NONE
+from ..jsonl import atomic_write, dump_line, iter_json_lines, write_json
+from ..locking import try_lock
 from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
+from ..store.layout import LOCK_FILE, REPAIR_REPORT, RUN_FILE, partial_name
+from ..store.meta import RunMetaError, optional_run_meta
+from ..store.outputs import output_dir
 from . import Score, repair_graph, repair_tuples
-from .report_model import CheckRepair, RepairReport, RepairTotal, Sums, contradictory, mean_violation
-from .sources import ForecastGraph, RepairInputError, read_graph
+from .conflicts import ConflictingTuples, summary
+from .report_model import CheckRepair, ConflictTuple, RepairReport, RepairTotal, Sums, contradictory, mean_violation
+from .sources import CheckTuples, ForecastGraph, RepairInputError, read_graph
 
 log = logging.getLogger(__name__)
 
-REPORT_FILE = "repair.json"
+REPORT_FILE = REPAIR_REPORT
 SCORES: tuple[Score, ...] = ("brier", "log")
+
+
+class ConflictingForecasts(ConflictingTuples):
+    """A joint repair refused: these tuples of the directory contradict each other (``described``: where
+    they are and what they ask). Nothing is written; ``skip_conflicts`` repairs the others."""
+
+    def __init__(self, found: ConflictingTuples, described: list[ConflictTuple]) -> None:
+        super().__init__(found.tuples, found.status, found.certain, found.kind)
+        self.described = described
+        self.args = (
+            f"{summary(len(described), found.kind, found.certain)}, so there is no joint repair to write: "
+            + "; ".join(t.describe() for t in described),
+        )
 
 
 @dataclass
@@ -54,39 +74,58 @@ def repair_run(
     *,
     force: bool = False,
     resolutions: str | Path | None = None,
+    skip_conflicts: bool = False,
 ) -> RepairReport:
     """Repair the forecasts of ``path`` (a run directory or a directory of ``<Checker>.jsonl`` forecasts) and
     write the repaired directory to ``out`` (default: next to ``path``, ``<name>-repaired-<score>-<joint|per-tuple>``).
 
-    ``out`` is refused when it exists, unless ``force`` and it holds an earlier repair (never anything else).
+    ``out`` is refused when it exists, unless ``force`` and it holds an earlier repair (never anything else),
+    and when it is, holds or lies inside an input (symbolic links resolved): inputs are never modified.
+    A joint repair of tuples that contradict each other raises :class:`ConflictingForecasts` and writes
+    nothing, unless ``skip_conflicts``: then the conflicting tuples are left out (listed in the report).
     """
     source = Path(path)
-    target = Path(out) if out is not None else default_out(source, score, joint)
-    _check_target(source, target, force)
-    repaired = repair_forecasts(source, score, joint, resolutions=resolutions)
+    target = output_dir(Path(out) if out is not None else default_out(source, score, joint))
+    _check_target([source, *([Path(resolutions)] if resolutions is not None else [])], target, force)
+    repaired = repair_forecasts(source, score, joint, resolutions=resolutions, skip_conflicts=skip_conflicts)
     repaired.report.out = str(target)
     write_repaired(repaired, target)
     return repaired.report
 
 
 def repair_forecasts(
-    path: str | Path | ForecastGraph, score: Score = "brier", joint: bool = True, *, resolutions=None
+    path: str | Path | ForecastGraph,
+    score: Score = "brier",
+    joint: bool = True,
+    *,
+    resolutions=None,
+    skip_conflicts: bool = False,
 ) -> Repaired:
     """The repair in memory (nothing written): what ``cc report --repair`` shows."""
     if score not in SCORES:
         raise RepairInputError(f"unknown score {score!r}; choose brier or log")
-    if joint and score == "log":
-        raise RepairInputError(
-            "a joint repair is in the Brier geometry only; repair with the log score tuple by tuple (--per-tuple)"
-        )
     graph = path if isinstance(path, ForecastGraph) else read_graph(path, resolutions)
     start = graph.start()
     outcome = graph.outcome()
     used = [c for c in graph.checks if c.rows]
     begun = time.perf_counter()
-    status = iterations = None
+    status = iterations = worlds = None
+    left_out: list[ConflictTuple] = []
     if joint:
-        result = repair_graph([(c.check, c.idx) for c in used], start, score)
+        conditional = sorted({c.check.name for c in used if (c.check.worlds == NONE).any()})
+        if score == "log" and conditional:
+            raise RepairInputError(
+                f"a joint log repair covers checks without conditional fields, and these have them: "
+                f"{', '.join(conditional)}; repair with the log score tuple by tuple (--per-tuple), or jointly "
+                "with the Brier score"
+            )
+        try:
+            result = repair_graph([(c.check, c.idx) for c in used], start, score, skip_conflicts=skip_conflicts)
+        except ConflictingTuples as exc:
+            raise ConflictingForecasts(exc, _describe(graph, used, exc.tuples)) from None
+        for number, conflict in enumerate(result.conflicts):
+            left_out += _describe(graph, used, conflict.tuples, number)
+        worlds = result.worlds
         blocks = dict(zip([id(c) for c in used], result.per_block, strict=True))
         per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
         status, iterations = result.status, result.iterations
@@ -153,8 +192,24 @@ def repair_forecasts(
         iterations=iterations,
         seconds=seconds,
         errors=[str(e) for e in graph.errors],
+        left_out=left_out,
+        joint_worlds=worlds,
     )
     return Repaired(graph, probs, report)
+
+
+def _describe(
+    graph: ForecastGraph, used: list[CheckTuples], tuples: list[tuple[int, int]], conflict: int = 0
+) -> list[ConflictTuple]:
+    """The (block, row) pairs of a conflict as file lines and question titles."""
+    out = []
+    for b, r in tuples:
+        c = used[b]
+        questions = {name: graph.titles[q] for name, q in zip(c.check.field_names, c.rows[r], strict=True)}
+        out.append(
+            ConflictTuple(check=c.check.name, file=str(c.path), line=c.lines[r], questions=questions, conflict=conflict)
+        )
+    return out
 
 
 def _question_means(graph: ForecastGraph, per_check) -> np.ndarray:
@@ -172,12 +227,28 @@ def _question_means(graph: ForecastGraph, per_check) -> np.ndarray:
 
 
 def _is_repair(path: Path) -> bool:
-    return (read_json_object(path / "run.json") or {}).get("kind") == "repair"
+    try:
+        meta = optional_run_meta(path)
+    except RunMetaError:
+        return False  # a damaged record is nothing --force may replace
+    return meta is not None and meta.kind == "repair"
 
 
-def _check_target(source: Path, target: Path, force: bool) -> None:
-    if target.resolve() == source.resolve():
-        raise RepairInputError(f"{target} is the source directory; choose another --out (inputs are never modified)")
+def _check_target(inputs: list[Path], target: Path, force: bool) -> None:
+    """Refuse an output that would modify an input (the repair replaces its whole output directory), or that
+    exists and is not an earlier repair to replace with ``force``."""
+    where = target.resolve()
+    for given in inputs:
+        real = given.resolve()
+        if real == where:
+            raise RepairInputError(f"{target} is the input {given}; choose another --out (inputs are never modified)")
+        if real.is_relative_to(where):
+            raise RepairInputError(
+                f"{target} contains the input {given}, and a repair replaces its whole --out: "
+                "choose an --out outside every input (inputs are never modified)"
+            )
+        if where.is_relative_to(real):
+            raise RepairInputError(f"{target} lies inside the input {given}; choose an --out outside every input")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         if not force:
             raise RepairInputError(f"{target} exists; choose another --out, or --force to replace an earlier repair")
@@ -186,13 +257,67 @@ def _check_target(source: Path, target: Path, force: bool) -> None:
 
 
 def write_repaired(repaired: Repaired, target: Path) -> Path:
-    """Write the repaired directory (into a sibling first, then moved into place: never half written)."""
+    """Write the repaired directory into a hidden sibling owned by this process, then move it into place:
+    never half written. An error, Ctrl-C or SIGTERM removes the sibling; one left by a killed process
+    (``kill -9``) is removed by the next repair into the same place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_partials(target)
+    partial = target.with_name(partial_name(target.name, os.getpid()))
+    if partial.exists():  # this very process's own, from an earlier call that failed to remove it
+        shutil.rmtree(partial)
+    partial.mkdir()
+    lock = (partial / LOCK_FILE).open("a+", encoding="utf-8")
+    try_lock(lock)  # held until the end: another repair sees this sibling as in use, not stale
+    try:
+        _write_into(repaired, partial)
+        if target.exists():
+            shutil.rmtree(target)  # an earlier repair (checked before any work)
+        os.replace(partial, target)
+        (target / LOCK_FILE).unlink(missing_ok=True)
+    except BaseException:  # an error, Ctrl-C or SIGTERM: no half-written sibling left behind
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    finally:
+        lock.close()
+    log.info("repaired %s into %s (%s)", repaired.graph.source, target, repaired.report.method)
+    return target
+
+
+def remove_stale_partials(target: Path) -> list[Path]:
+    """Remove the hidden siblings of ``target`` left by repairs that were killed (their process is gone and
+    holds no lock on them); returns them. One another repair is writing right now is left alone."""
+    removed = []
+    pattern = f".{glob.escape(target.name)}.*partial"
+    for old in sorted(target.parent.glob(pattern)):
+        pid_text = old.name[len(target.name) + 2 : -len(".partial")].strip(".")
+        if not old.is_dir() or old.is_symlink() or not (pid_text == "" or pid_text.isdigit()):
+            continue
+        if pid_text and _alive(int(pid_text)):
+            continue
+        with (old / LOCK_FILE).open("a+", encoding="utf-8") as fh:
+            if not try_lock(fh):
+                continue
+            shutil.rmtree(old, ignore_errors=True)
+        removed.append(old)
+        log.warning("removed %s: an unfinished copy of %s left by a repair that was killed", old, target)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # our own leftover
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _write_into(repaired: Repaired, partial: Path) -> None:
     graph, report = repaired.graph, repaired.report
     params = ScoreParams.model_validate(graph.meta.get("parameters") or {})
-    partial = target.with_name(f".{target.name}.partial")
-    if partial.exists():
-        shutil.rmtree(partial)
-    partial.mkdir(parents=True)
     files = []
     method = {"score": report.score, "joint": report.joint, "model_calls": 0}
     for c, probs in zip(graph.checks, repaired.probs, strict=True):
@@ -223,12 +348,7 @@ def write_repaired(repaired: Repaired, target: Path) -> Path:
     }
     write_stats(scored, partial, summary)
     write_json(partial / REPORT_FILE, report.model_dump(mode="json"))
-    write_json(partial / "run.json", _run_record(graph, report, forecaster))
-    if target.exists():
-        shutil.rmtree(target)  # an earlier repair (checked before any work)
-    os.replace(partial, target)
-    log.info("repaired %s into %s (%s)", graph.source, target, report.method)
-    return target
+    write_json(partial / RUN_FILE, _run_record(graph, report, forecaster))
 
 
 def base_name(graph: ForecastGraph) -> str:

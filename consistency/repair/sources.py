@@ -17,15 +17,17 @@ from typing import Any
 import numpy as np
 
 from ..checks import Check, all_checks
+from ..errors import InputError
 from ..files import FileKind, detect, validate_lines
-from ..jsonl import LineError, read_json_object
-from ..metrics.forecast_files import NothingToScore, ScoringError, forecast_files
+from ..jsonl import LineError
+from ..metrics.forecast_files import NothingToScore, ScoreParams, ScoringError, forecast_files
 from ..models import ForecastingQuestion, ForecastLine, format_datetime
+from ..store.meta import optional_run_meta
 
 log = logging.getLogger(__name__)
 
 
-class RepairInputError(ValueError):
+class RepairInputError(InputError):
     """A path a repair cannot read; one sentence naming it."""
 
 
@@ -102,6 +104,9 @@ def read_graph(path: str | Path, resolutions: str | Path | None = None) -> Forec
     root = Path(path)
     if not root.is_dir():
         raise RepairInputError(f"{root}: not a directory; give a run directory or a directory of <Checker>.jsonl")
+    record = optional_run_meta(root)  # a damaged run.json is refused here, before any line is read
+    if record is not None:
+        record.part("parameters", ScoreParams)  # the repaired run is scored with them
     try:
         files = forecast_files([root])
     except NothingToScore as exc:
@@ -154,7 +159,7 @@ def read_graph(path: str | Path, resolutions: str | Path | None = None) -> Forec
         first = next((str(e) for t in kept for e in t.errors), "")
         why = f" (first: {first})" if first else ""
         raise NothingToRepair(f"{root}: no forecast line could be read, nothing to repair{why}")
-    meta = read_json_object(root / "run.json") or {}
+    meta = record.to_dict() if record is not None else {}
     return ForecastGraph(root, kept, titles, forecasts, outcomes, conflicting, meta, _forecaster(root, meta))
 
 

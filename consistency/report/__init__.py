@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..jsonl import atomic_write
+from ..store.outputs import output_file
 from .gather import ReportInputError, Run, gather
 
 log = logging.getLogger(__name__)
@@ -43,13 +45,13 @@ def make_report(
 
     if not paths:
         raise ReportInputError("no PATH given: name run directories, `cc score` outputs or published directories")
+    target = output_file(out)  # never written through a symbolic link (refused before any work)
     runs = gather([str(p) for p in paths], top=top)
     comparison = compare(runs) if len(runs) > 1 else None
     figs = Figures(Path(png_dir) if png_dir is not None else None)
     title = title or ("Consistency report: " + ", ".join(r.name for r in runs[:3]) + (" …" if len(runs) > 3 else ""))
     page = Page(runs, comparison, figs, top).html(title)
-    target = Path(out)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(page, encoding="utf-8")
+    with atomic_write(target) as fh:  # a kill mid-write leaves the previous page, never half a page
+        fh.write(page)
     log.info("report of %d run(s) written to %s (%d bytes)", len(runs), target, len(page.encode()))
     return Report(target, runs, figs.written, target.stat().st_size)

@@ -24,9 +24,12 @@ from ..accuracy import proper
 from ..accuracy.pairing import Identity, forecaster_record, identity, identity_of, named
 from ..accuracy.table import read_ground_truth
 from ..checks import Check, all_checks, get_check
+from ..errors import InputError
 from ..jsonl import iter_json_lines, parse_json
 from ..metrics import bootstrap_mean_ci
 from ..metrics.forecast_files import ScoredFile, ScoreParams, forecast_files, is_checker_file, score_path
+from ..store.layout import ATTACK_FILE, GROUND_TRUTH, GROUND_TRUTH_SUMMARY, RUN_FILE, SUMMARY
+from ..store.meta import optional_run_meta, read_run_meta
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +39,7 @@ METRICS = ("default", "frequentist")
 LIST_LIMIT = 100
 
 
-class ReportInputError(ValueError):
+class ReportInputError(InputError):
     """A PATH the report cannot read, named with the reason."""
 
 
@@ -127,7 +130,7 @@ def gather(paths: list[str], top: int = 5) -> list[Run]:
 
 
 def _recognised(path: Path) -> bool:
-    known = ("run.json", "summary.json", "ground_truth_results.jsonl", "attack.json")
+    known = (RUN_FILE, SUMMARY, GROUND_TRUTH, ATTACK_FILE)
     return any((path / f).is_file() for f in known) or any(is_checker_file(p) for p in path.glob("*.jsonl"))
 
 
@@ -142,27 +145,27 @@ def read_run(path: Path, name: str | None = None, top: int = 5) -> Run:
     """Read one PATH, whatever it holds; raises :class:`ReportInputError` naming it when it holds nothing usable."""
     if not path.exists():
         raise ReportInputError(f"{path}: no such file or directory")
-    if (path / "attack.json").is_file():
+    if (path / ATTACK_FILE).is_file():
         return _attack_dir(path, name, top)
     if path.is_file():
-        if path.name == "ground_truth_results.jsonl":
+        if path.name == GROUND_TRUTH:
             return _ground_truth_dir(path.parent, name, path)
         return _forecasts(path, name, top)
-    if (path / "run.json").is_file():
-        meta = _json(path / "run.json")
+    if (path / RUN_FILE).exists():
+        meta = read_run_meta(path).to_dict()  # checked: a damaged run.json is one sentence naming the field
         if meta.get("kind") == "ground_truth":
-            return _ground_truth_dir(path, name, path / "ground_truth_results.jsonl", meta)
+            return _ground_truth_dir(path, name, path / GROUND_TRUTH, meta)
         return _scored_dir(path, name, top, meta)
-    if (path / "ground_truth_results.jsonl").is_file():
-        return _ground_truth_dir(path, name, path / "ground_truth_results.jsonl")
-    summary = path / "summary.json"
+    if (path / GROUND_TRUTH).is_file():
+        return _ground_truth_dir(path, name, path / GROUND_TRUTH)
+    summary = path / SUMMARY
     if summary.is_file() and "checks" in _json(summary):
         return _scored_dir(path, name, top, None)
     if any(is_checker_file(p) for p in path.glob("*.jsonl")):
         return _forecasts(path, name, top)
     raise ReportInputError(
-        f"{path}: not a run directory (run.json), a `cc score` output (summary.json), "
-        "nor a directory of <Checker>.jsonl forecasts or ground_truth_results.jsonl"
+        f"{path}: not a run directory ({RUN_FILE}), a `cc score` output ({SUMMARY}), "
+        f"nor a directory of <Checker>.jsonl forecasts or {GROUND_TRUTH}"
     )
 
 
@@ -232,7 +235,7 @@ def _run_info(meta: dict[str, Any], models: str) -> dict[str, str]:
 
 def _scored_dir(path: Path, name: str | None, top: int, meta: dict[str, Any] | None) -> Run:
     """Our scored lines (a run directory or ``cc score`` output): statistics as recorded in summary.json."""
-    summary_path = path / "summary.json"
+    summary_path = path / SUMMARY
     if not summary_path.is_file():  # a run interrupted before its first scoring: score what is there
         run = _forecasts(path, name, top)
         run.source = "cc evaluate run (not scored yet)"
@@ -247,9 +250,9 @@ def _scored_dir(path: Path, name: str | None, top: int, meta: dict[str, Any] | N
             source = f"cc repair ({fix.get('score')}, joint={fix.get('joint')}; 0 model calls) of {fix.get('source')}"
     else:  # a `cc score` output: the forecaster of the one run it scored, else its directory's name
         inputs = [Path(i) for i in summary.get("inputs") or []]
-        scored = inputs[0] / "run.json" if len(inputs) == 1 else None
-        if scored is not None and scored.is_file():
-            label, _ = _identity(_json(scored).get("forecaster"), path.name)
+        scored = optional_run_meta(inputs[0]) if len(inputs) == 1 and inputs[0].is_dir() else None
+        if scored is not None:
+            label, _ = _identity(scored.to_dict().get("forecaster"), path.name)
         else:
             label = path.name
         info = {
@@ -392,7 +395,7 @@ def _forecasts(path: Path, name: str | None, top: int) -> Run:
 
 def _attack_dir(path: Path, name: str | None, top: int) -> Run:
     """A ``cc attack`` directory: its returned tuples (``forecasts/``) as a run, with the search's summary."""
-    meta = _json(path / "attack.json")
+    meta = _json(path / ATTACK_FILE)
     if "summary" not in meta or not (path / "forecasts").is_dir():
         raise ReportInputError(
             f"{path}: the attack has not finished (no summary yet): resume it with cc attack --resume"
@@ -445,7 +448,7 @@ def _lines(path: Path, numbers: set[int]) -> Iterator[tuple[int, dict[str, Any]]
 
 def _ground_truth_dir(path: Path, name: str | None, results: Path, meta: dict[str, Any] | None = None) -> Run:
     """A ground-truth run (ours or the paper's): scores recomputed from the per-question results file."""
-    summary_path = path / "ground_truth_summary.json"
+    summary_path = path / GROUND_TRUTH_SUMMARY
     summary = _json(summary_path) if summary_path.is_file() else {}
     if meta is not None:
         label, models = _identity(meta.get("forecaster"), path.name)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..extras import install_hint
+
 REPO_ID = "dpaleka/ccflmf"
 LOCAL_VARIABLE = "CC_PAPER_DATA"
 
@@ -75,9 +77,7 @@ def _from_hub(repo: str, revision: str | None, inner: str) -> Path:
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import LocalEntryNotFoundError
     except ImportError:
-        raise DatasetRefError(
-            "reading the paper's dataset needs huggingface_hub: pip install huggingface_hub"
-        ) from None
+        raise DatasetRefError(f"reading the paper's dataset needs huggingface_hub: {install_hint('hf')}") from None
     pattern = inner if inner.endswith(".jsonl") else f"{inner.rstrip('/')}/*"
     kwargs = {"repo_type": "dataset", "revision": revision, "allow_patterns": [pattern]}
     try:  # the cache first, so a second run needs no network

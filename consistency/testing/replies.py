@@ -56,6 +56,14 @@ class ScriptedRequest:
     """The tool a structured answer goes to: the one ``tool_choice`` names, else the first."""
 
     @property
+    def top_logprobs(self) -> int | None:
+        """How many alternatives per token the client asked for (``logprobs: true``), else None."""
+        if self.body.get("logprobs") is not True:
+            return None
+        n = self.body.get("top_logprobs")
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+    @property
     def wants_json(self) -> bool:
         """Whether the client asked for a structured answer (tools or a JSON response format)."""
         return self.tool_name is not None or response_format_type(self.response_format) in _JSON_FORMATS
@@ -63,9 +71,9 @@ class ScriptedRequest:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """What the model answers. Build with :meth:`json` or :meth:`text`."""
+    """What the model answers. Build with :meth:`json`, :meth:`text` or :meth:`next_token`."""
 
-    kind: str  # "json" or "text"
+    kind: str  # "json", "text" or "tokens"
     value: Any
     finish_reason: str | None = None  # None: "tool_calls" for a tool call, else "stop"
 
@@ -79,6 +87,16 @@ class Reply:
     def text(cls, text: str, *, finish_reason: str | None = None) -> Reply:
         """Plain ``content``, never a tool call (a model that ignores the tools it was given)."""
         return cls("text", str(text), finish_reason)
+
+    @classmethod
+    def next_token(cls, chances: Mapping[str, float], *, finish_reason: str | None = None) -> Reply:
+        """A one-token answer drawn from ``chances`` (token -> probability, summing to at most 1): the most
+        likely token is the content, and a request with ``logprobs`` gets the distribution as OpenAI
+        reports it (the ``top_logprobs`` most likely tokens; tokens of probability 0 are never listed)."""
+        listed = {str(t): float(p) for t, p in chances.items() if p > 0}
+        if not listed or any(p > 1 for p in listed.values()) or sum(listed.values()) > 1 + 1e-9:
+            raise ValueError(f"next_token needs probabilities in (0, 1] summing to at most 1, got {dict(chances)}")
+        return cls("tokens", dict(sorted(listed.items(), key=lambda item: -item[1])), finish_reason)
 
 
 @dataclass(frozen=True, slots=True)

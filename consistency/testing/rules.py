@@ -32,6 +32,7 @@ __all__ = [
     "probability_rule",
     "schema_rule",
     "sequence",
+    "yes_no_chances",
 ]
 
 EMBEDDING_DIM = 64
@@ -237,12 +238,23 @@ class _Builder:
         return text
 
 
+def yes_no_chances(p: float) -> dict[str, float]:
+    """A first-token distribution whose Yes share is ``p``: each answer spread over three spellings
+    (so that a reader of one spelling alone gets it wrong), and a fifth of the mass on other words."""
+    return {
+        "Yes": 0.6 * p, " Yes": 0.15 * p, "yes": 0.05 * p,
+        "No": 0.6 * (1 - p), " No": 0.15 * (1 - p), "no": 0.05 * (1 - p),
+        "The": 0.1, "I": 0.06, "Maybe": 0.04,
+    }  # fmt: skip
+
+
 def schema_rule(
     overrides: Mapping[str, Any] | None = None,
     *,
     text: Callable[[str], str] | None = None,
     fallback_schema: Mapping[str, Any] | None = None,
     unit_numbers_are_probabilities: bool = False,
+    chance: Callable[[str], float] | None = None,
 ) -> Rule:
     """A rule answering every structured request with an object that satisfies its schema.
 
@@ -250,12 +262,16 @@ def schema_rule(
     (a number property named like ``prob``/``probability`` gets :func:`probability_for` of it).
     ``overrides`` sets top-level properties: a value, or a callable ``(request) -> value``.
     Free-text requests get ``text(last_user_text)``; ``json_object`` requests (no schema given)
-    get an object of ``fallback_schema`` (default: a forecast, ``{"reasoning", "prob"}``).
+    get an object of ``fallback_schema`` (default: a forecast, ``{"reasoning", "prob"}``). With
+    ``chance``, a free-text request asking for ``logprobs`` gets a one-token answer whose Yes share is
+    ``chance(last_user_text)`` (:func:`yes_no_chances`): what the logprob forecaster reads.
     """
     make_text = text or _plain_sentence
     fallback = fallback_schema or FORECAST_SCHEMA
 
     def rule(request: ScriptedRequest) -> Reply:
+        if not request.wants_json and chance is not None and request.top_logprobs is not None:
+            return Reply.next_token(yes_no_chances(chance(request.last_user_text)))
         if not request.wants_json:
             return Reply.text(make_text(request.last_user_text))
         schema = request.schema or fallback
@@ -269,9 +285,10 @@ def schema_rule(
 
 
 def probability_rule(overrides: Mapping[str, Any] | None = None) -> Rule:
-    """:func:`schema_rule` for forecasters: any [0, 1] number is the question's probability, and a
-    free-text answer is a sentence ending with ``Probability: 0.xx``."""
-    return schema_rule(overrides, text=_forecast_sentence, unit_numbers_are_probabilities=True)
+    """:func:`schema_rule` for forecasters: any [0, 1] number is the question's probability, a
+    free-text answer is a sentence ending with ``Probability: 0.xx``, and a request for ``logprobs``
+    gets Yes with that probability (:func:`probability_for` of the last user message, each time)."""
+    return schema_rule(overrides, text=_forecast_sentence, unit_numbers_are_probabilities=True, chance=probability_for)
 
 
 _NEGATED = re.compile(r"^Will \u201c(.*)\u201d resolve NO\?$", re.S)
@@ -309,13 +326,17 @@ def hypocritical_probability(text: str) -> float:
 
 
 def forecast_rule(prob: Callable[[str], float]) -> Rule:
-    """:func:`probability_rule` whose forecasts are ``prob(last user text)``, structured or free text."""
+    """:func:`probability_rule` whose forecasts are ``prob(last user text)``: structured, free text, or the
+    Yes share of a first-token distribution (logprobs)."""
 
     def sentence(text: str) -> str:
         return f"Weighing both sides of the question. Probability: {prob(text):.4f}"
 
     return schema_rule(
-        {"prob": lambda request: prob(request.last_user_text)}, text=sentence, unit_numbers_are_probabilities=True
+        {"prob": lambda request: prob(request.last_user_text)},
+        text=sentence,
+        unit_numbers_are_probabilities=True,
+        chance=prob,
     )
 
 

@@ -17,6 +17,8 @@ import base64
 import contextlib
 import json
 import logging
+import math
+import re
 import struct
 import time
 from collections.abc import Iterator, Mapping
@@ -80,6 +82,27 @@ def _selected_tool(tools: list[dict[str, Any]] | None, tool_choice: Any) -> dict
     return functions[0]
 
 
+def _chance(token: str, probability: float) -> dict[str, Any]:
+    return {"token": token, "logprob": math.log(probability), "bytes": list(token.encode("utf-8"))}
+
+
+def _logprobs(request: ScriptedRequest, reply: Reply) -> dict[str, Any] | None:
+    """The ``logprobs`` of a choice as OpenAI reports them, when the request asked (``logprobs: true``).
+
+    A :meth:`Reply.next_token` answer reports its distribution (the ``top_logprobs`` most likely tokens);
+    a text answer, its words as tokens, each certain (logprob 0); a tool call, none (as OpenAI).
+    """
+    n = request.top_logprobs
+    if n is None or (reply.kind == "json" and request.tool_name is not None):
+        return None
+    if reply.kind == "tokens":
+        chances = [_chance(token, p) for token, p in reply.value.items()]
+        return {"content": [{**chances[0], "top_logprobs": chances[:n]}], "refusal": None}
+    text = json.dumps(reply.value) if reply.kind == "json" else reply.value
+    words = re.findall(r"\s*\S+", text)
+    return {"content": [{**_chance(w, 1.0), "top_logprobs": [_chance(w, 1.0)][:n]} for w in words], "refusal": None}
+
+
 def _tokens(text: str) -> int:
     """A rough token count (about four characters a token), never zero."""
     return max(1, len(text) // 4)
@@ -97,6 +120,7 @@ class ScriptedServer(HTTPServer):
     daemon thread) or ``async with ScriptedServer(rule) as srv:`` inside a running loop. Every
     connection is served by its own task, so slow answers (``latency``, :meth:`Fault.hang`) do not
     hold up others. ``latency`` seconds are added before every model answer (chat, embeddings).
+    ``logprobs=False`` makes an endpoint that ignores the ``logprobs`` parameter (``"logprobs": null``).
     """
 
     def __init__(
@@ -106,12 +130,14 @@ class ScriptedServer(HTTPServer):
         host: str = "127.0.0.1",
         port: int = 0,
         batch: BatchBehaviour | None = None,
+        logprobs: bool = True,
     ) -> None:
         from .batches import BatchAPI  # its own module; imported here as it builds on this one
 
         super().__init__(host, port)
         self.rule: Rule = rule if rule is not None else probability_rule()
         self.latency = float(latency)
+        self.logprobs = logprobs
         self._requests: list[ScriptedRequest] = []
         self._attempts: dict[bytes, int] = {}
         self._next_index = 0
@@ -306,6 +332,11 @@ class ScriptedServer(HTTPServer):
                 }
             ]
             finish_reason, produced = reply.finish_reason or "tool_calls", arguments
+        elif reply.kind == "tokens":
+            content = next(iter(reply.value))  # the most likely token
+            message["content"] = content
+            one = request.body.get("max_tokens") == 1 or request.body.get("max_completion_tokens") == 1
+            finish_reason, produced = reply.finish_reason or ("length" if one else "stop"), content
         else:
             content = json.dumps(reply.value) if reply.kind == "json" else reply.value
             message["content"] = content
@@ -320,7 +351,14 @@ class ScriptedServer(HTTPServer):
             "object": "chat.completion",
             "created": int(time.time()),
             "model": request.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": finish_reason,
+                    "logprobs": _logprobs(request, reply) if self.logprobs else None,
+                }
+            ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,

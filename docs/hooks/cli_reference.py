@@ -56,8 +56,10 @@ def _cell(text: str) -> str:
 def _metavar(param: Any, ctx: Any) -> str:
     if getattr(param, "metavar", None):
         return str(param.metavar)
-    if hasattr(param, "display_type"):
-        return param.display_type(ctx).strip("<>").upper()
+    if hasattr(param, "display_type"):  # Typer's "<int range>", "<auto|llm|template>"
+        shown = param.display_type(ctx).strip("<>")
+        # choices exactly as they are typed; a type by its name alone (its range goes in the meaning)
+        return shown if "|" in shown else shown.split()[0].upper()
     if hasattr(param, "make_metavar"):  # plain click
         takes_ctx = "ctx" in inspect.signature(param.make_metavar).parameters
         return param.make_metavar(ctx) if takes_ctx else param.make_metavar()
@@ -72,6 +74,16 @@ def _param_name(param: Any, ctx: Any) -> str:
     if not getattr(param, "is_flag", False) and not getattr(param, "count", False):
         text += f" `{_metavar(param, ctx)}`"
     return text
+
+
+def _range(param: Any) -> str:
+    """The bounds of a number option (``--help`` shows ``[x>=1]``) as a sentence, else nothing."""
+    low, high = getattr(param, "min", None), getattr(param, "max", None)
+    if low is not None and high is not None:
+        return f" From {low} to {high}."
+    if low is not None or high is not None:
+        return f" At least {low}." if low is not None else f" At most {high}."
+    return ""
 
 
 def _usage(command: Any, ctx: Any) -> str:
@@ -93,6 +105,7 @@ def _render(command: Any, ctx: Any, level: int, out: list[str]) -> None:
             meaning = getattr(param, "help", None) or ""
             if param.param_type_name == "argument":
                 meaning = meaning or ("required" if param.required else "optional")
+            meaning += _range(param)
             out.append(f"| {_param_name(param, ctx)} | {_cell(_default(param))} | {_cell(meaning)} |")
         out.append("")
     if hasattr(command, "list_commands"):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...checks import all_checks, get_check
+from ...extras import install_hint
 from ...jsonl import LineError, atomic_write, dump_line
 from ...metrics.forecast_files import ScoreParams, ScoreReport, ScoringError, score_path, write_report, write_stats
 from .answers import Answer
@@ -56,7 +57,7 @@ def _require_inspect() -> None:
     try:
         import inspect_ai  # noqa: F401
     except ImportError:
-        raise InspectLogError("reading an inspect log needs inspect_ai: pip install 'consistency[inspect]'") from None
+        raise InspectLogError(f"reading an inspect log needs inspect_ai: {install_hint('inspect')}") from None
 
 
 @dataclass

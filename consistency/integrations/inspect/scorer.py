@@ -21,7 +21,10 @@ from ...checks import get_check
 from ...metrics import DEFAULT_EPSILON
 from ...metrics.forecast_files import ScoreParams, score_forecasts
 from .answers import Answer
+from .compat import namespace_as_consistency
 from .dataset import ANSWERS_KEY
+
+namespace_as_consistency()  # before the decorators below register anything
 
 #: The two metrics ``cc`` reports, by the key they have in a Score's value.
 METRIC_KEYS = {"arbitrage": "default", "frequentist": "frequentist"}

@@ -34,7 +34,10 @@ from ...forecasters.loading import load_forecaster
 from ...llm import LLMResult
 from ...models import ForecastingQuestion
 from .answers import Answer, parse_answer
+from .compat import namespace_as_consistency
 from .dataset import ANSWERS_KEY, questions_of
+
+namespace_as_consistency()  # before the decorators below register anything
 
 log = logging.getLogger(__name__)
 

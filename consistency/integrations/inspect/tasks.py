@@ -17,9 +17,12 @@ from inspect_ai import Task, task
 
 from ...checks import all_checks
 from ...metrics import DEFAULT_EPSILON
+from .compat import namespace_as_consistency
 from .dataset import samples, split_checks, tuple_sets
 from .scorer import consistency_scorer
 from .solvers import forecast_tuple, forecaster_tuple
+
+namespace_as_consistency()  # before the decorators below register anything
 
 
 def consistency_task(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-INSTALL_HINT = 'pip install -e ".[local]"'
+from ...extras import install_hint
+
+INSTALL_HINT = install_hint("local")
 
 
 class LocalModelError(RuntimeError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from . import interrupts
 from .bootstrap import BOOTSTRAP, MARKER, OWNER_VAR
 from .errors import INSTALL_HINT, LocalModelError
 from .files import file_lock, load_json, local_cache_dir, write_json_atomic
@@ -48,6 +50,8 @@ STARTUP_TIMEOUT = 120.0
 STOP_TIMEOUT = 5.0
 
 _LOCK_NAME = "local-server.lock"
+
+log = logging.getLogger(__name__)
 
 
 def default_threads() -> int:
@@ -275,10 +279,17 @@ class LocalServer:
             with file_lock(cache / _LOCK_NAME, self.startup_timeout + 60, "starting the local model"):
                 state = load_json(self._state_path)
                 if state and self._adopt(state):
+                    log.info("using the local model server already running on port %d", self.port)
                     return self
                 if state:
                     self._discard(state)
+                started, threads = time.monotonic(), f"{self.threads} thread{'s' * (self.threads != 1)}"
+                log.info("starting the local model server (%s, %s)...", weights.name, threads)
                 self._launch(weights)
+                log.info(
+                    "the local model server started in %.1f s; it answers %d questions at a time",
+                    time.monotonic() - started, self.parallel,
+                )  # fmt: skip
                 write_json_atomic(
                     self._state_path,
                     {
@@ -373,7 +384,9 @@ class LocalServer:
         assert self.log_path is not None
         deadline = time.monotonic() + self.startup_timeout
         delay, port = 0.05, None
+        signals = interrupts.mark()
         while True:
+            interrupts.check(signals, "the local model server's start")  # SIGTERM or Ctrl-C meanwhile
             code = proc.poll()
             if code is not None:
                 raise LocalModelError(
@@ -447,6 +460,7 @@ def _stop_all_owned() -> None:
 
 
 def _on_signal(signum: int, frame: Any) -> None:
+    interrupts.note(signum)  # a download or start under way in a worker thread gives up
     _stop_all_owned()
     previous = _PREVIOUS_HANDLERS.get(signum, signal.SIG_DFL)
     if callable(previous):
@@ -462,13 +476,15 @@ def install_exit_handlers() -> bool:
     Idempotent. Signal handlers can only be set from the main thread: elsewhere this returns False and the
     servers still stop at a normal exit (atexit) or, failing that, by their own watchdog once we are gone.
     Call it from the main thread (e.g. the event loop's) when servers are started from worker threads.
+    A signal the process ignores stays ignored: bash starts background jobs with SIGINT ignored, and a
+    handler there turned ``cc``'s SIGTERM (which hands over to the SIGINT handler) into a no-op.
     """
     if threading.current_thread() is not threading.main_thread():
         return False
     with _OWNED_LOCK:
         for signum in (signal.SIGTERM, signal.SIGINT):
             current = signal.getsignal(signum)
-            if current is _on_signal:
+            if current is _on_signal or current == signal.SIG_IGN:
                 continue
             _PREVIOUS_HANDLERS[signum] = current
             try:

