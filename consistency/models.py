@@ -511,7 +511,8 @@ def question_type_errors(check: Check, questions: Mapping[str, ForecastingQuesti
     errors = []
     for name, question in questions.items():
         expected = check.question_types.get(name)
-        if expected is not None and question.question_type != expected:
+        fits = question.question_type == expected or (expected == "numeric" and question.question_type == "date")
+        if expected is not None and not fits:
             errors.append(
                 (
                     name,
