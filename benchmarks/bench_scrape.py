@@ -10,7 +10,7 @@ re-parsed from the cache, no network) are printed too. Then
     reparse_from_cache_s=<s>
 for the same run re-parsed offline from the page cache, and the process's peak memory. The same
 figures follow for a typed mix (``[typed]``: a third of the questions multiple-choice, a third numeric
-with a 201-point community CDF in the listing). ``--smoke``: 200 questions at 10 ms a page (seconds).
+with a 201-point community CDF in the listing). ``--smoke``: 300 questions at 10 ms a page, 50 a page (seconds).
 
 The server runs in its own process so its work does not share our interpreter lock. For reference,
 the same 100 pages are fetched with the bare ``httpx2`` client (no retries, limits, cache or parsing):
@@ -107,7 +107,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--page-size", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=4, help="pages in flight (the scraper's default)")
-    args = parse_args(parser, {"n": 200, "latency": 0.01, "page_size": 50})
+    args = parse_args(parser, {"n": 300, "latency": 0.01, "page_size": 50})
     os.environ["METACULUS_TOKEN"] = TOKEN
     measure(args, typed=False)
     measure(args, typed=True)

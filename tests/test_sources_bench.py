@@ -16,10 +16,10 @@ def test_the_smoke_run_prints_every_figure(tmp_path):
                           timeout=300, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "[binary] questions=600 pages=6 latency_s=0.01 types={'binary': 600}" in out
+    assert "[binary] questions=300 pages=6 latency_s=0.01 types={'binary': 300}" in out
     assert (
-        "[typed] questions=600 pages=6 latency_s=0.01 types={'binary': 200, 'multiple_choice': 200, "
-        "'numeric': 200}" in out
+        "[typed] questions=300 pages=6 latency_s=0.01 types={'binary': 100, 'multiple_choice': 100, "
+        "'numeric': 100}" in out
     )
     assert len(re.findall(r"pages_per_s=[\d.]+ questions_per_s=\d+ elapsed_s=[\d.]+ bound_s=[\d.]+", out)) == 2
     assert len(re.findall(r"reparse_from_cache_s=[\d.]+ \(\d+ cached pages, 0 requests\)", out)) == 2
