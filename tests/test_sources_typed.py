@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -273,12 +274,15 @@ def test_resume_and_offline_keep_typed_questions(tmp_path):
     bets, explorer and price histories included) from the page cache with --offline."""
     for source in ("manifold", "metaculus", "polymarket"):
         out, again = tmp_path / f"{source}.jsonl", tmp_path / f"{source}-offline.jsonl"
+        whole = tmp_path / f"{source}-whole.jsonl"
         with WebFixture(page_cap=3) as srv:
             first = run(source, srv, out, n=2)
             rest = run(source, srv, out, resume=True)
+            run(source, srv, whole, http=replace(FAST, refresh=True))  # one run, every page fetched anew
         assert first.written == 2 and not first.finished and rest.finished
         written = lines(out)
         assert len({q["id"] for q in written}) == len(written) == 2 + rest.written
+        assert written == lines(whole), source  # stopped and resumed: the same questions, in the same order
         report = run(source, srv, again, http=HttpSettings(offline=True))
         assert report.requests == 0 and report.written == len(written), source
         assert again.read_text() == out.read_text(), source
