@@ -309,3 +309,19 @@ def test_kinds_manifold_does_not_read_as_questions_are_skipped_by_name():
     legacy = Manifold().question({**base, "outcomeType": "MULTIPLE_CHOICE", "mechanism": "dpm-2"}, WINDOW, NOW)
     poll = Manifold().question({**base, "outcomeType": "POLL", "mechanism": "none"}, WINDOW, NOW)
     assert (legacy, poll) == ("a legacy dpm-2 market (MULTIPLE_CHOICE)", "not a kind kept (POLL)")
+
+
+def test_metaculus_tournament_lists_that_tournaments_posts_only(tmp_path):
+    """``tournament`` asks the API for one project's posts (by id or slug); the other platforms refuse it."""
+    by = {}
+    for key in ("fixture-aib", "32600"):
+        with WebFixture() as srv:
+            report = run("metaculus", srv, tmp_path / f"{key}.jsonl", WINDOW.model_copy(update={"tournament": key}))
+            sent = [q for p, q, _ in srv.hits if p.endswith("/posts/")]
+        by[key] = {q["metadata"]["question_id"] for q in lines(tmp_path / f"{key}.jsonl")}
+        assert sent[0]["tournaments"] == key
+        assert dict(report.skipped) == {"annulled": 1}  # 206; the binary annulled, ambiguous... are not in it
+    assert by["fixture-aib"] == by["32600"] == {100101, 100102, 200201, 200202, 200203, 200204, 200205, 200207, 200208}
+    for source in ("manifold", "polymarket"):
+        with pytest.raises(ValueError, match="no tournaments: --tournament is for Metaculus"):
+            SOURCES[source]().check(ScrapeOptions(tournament="fixture-aib"))

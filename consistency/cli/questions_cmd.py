@@ -235,6 +235,10 @@ def scrape_cmd(
     ] = None,
     min_traders: Annotated[int | None, typer.Option(min=0, help="Manifold: fewest distinct traders kept.")] = None,
     search: Annotated[str | None, typer.Option(help="Only questions matching this text.")] = None,
+    tournament: Annotated[
+        str | None,
+        typer.Option(help="Metaculus: only this tournament's questions (its id or slug, as in its page's URL)."),
+    ] = None,
     types: Annotated[
         str,
         typer.Option(help="Question types kept, comma-separated: binary, multiple_choice, numeric, date (or all)."),
@@ -286,7 +290,7 @@ def scrape_cmd(
         status=status, resolved_after=_day_option(resolved_after, "--resolved-after"),
         resolved_before=_day_option(resolved_before, "--resolved-before"),
         created_after=_day_option(created_after, "--created-after"), min_forecasters=min_forecasters,
-        min_volume=min_volume, min_traders=min_traders, search=search, min_days=min_days,
+        min_volume=min_volume, min_traders=min_traders, search=search, tournament=tournament, min_days=min_days,
         market_lead_days=market_lead_days, types=tuple(chosen),
     )  # fmt: skip
     src = SOURCES[source]()

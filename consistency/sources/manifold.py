@@ -56,6 +56,8 @@ class Manifold:
     def check(self, opts: ScrapeOptions) -> None:
         if opts.min_forecasters is not None:
             raise ValueError("Manifold has traders, not forecasters: use --min-traders or --min-volume")
+        if opts.tournament is not None:
+            raise ValueError("Manifold has no tournaments: --tournament is for Metaculus (try --search)")
 
     def headers(self) -> dict[str, str]:
         return {}

@@ -86,6 +86,8 @@ class Metaculus:
             "include_descriptions": "true",
             "search": opts.search,
         }
+        if opts.tournament:  # one project's posts: its id or slug (the API takes either)
+            query["tournaments"] = opts.tournament
         if opts.status != "all":
             query["statuses"] = opts.status
         # the API filters loosely (a day either side); the exact window is applied after parsing

@@ -71,6 +71,8 @@ class Polymarket:
             raise ValueError("Polymarket's market listing has no trader count: use --min-volume")
         if opts.min_forecasters is not None:
             raise ValueError("Polymarket has trades, not forecasters: use --min-volume")
+        if opts.tournament is not None:
+            raise ValueError("Polymarket has no tournaments: --tournament is for Metaculus")
 
     def headers(self) -> dict[str, str]:
         return {}

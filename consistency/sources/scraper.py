@@ -54,6 +54,8 @@ class ScrapeOptions(BaseModel):
     min_volume: float | None = None
     min_traders: int | None = None
     search: str | None = None
+    #: Metaculus only: a tournament's (or question series') id or slug, as in its page's URL
+    tournament: str | None = None
     min_days: float = 3.0  # questions resolving sooner than this after creation are dropped (as the paper did)
     #: a closed question's ``market_prob`` (a binary one's) or ``crowd_forecast`` (a multiple-choice or
     #: numeric one's) is the crowd's forecast this many days before it closed or resolved (whichever came

@@ -179,9 +179,13 @@ class WebFixture(ScriptedServer):
         return Response(200, raw)
 
     def _metaculus(self, query: dict[str, str]) -> list[dict[str, Any]]:
-        """The posts ``/api/posts/`` lists: filtered by ``statuses`` and ``forecast_type`` (comma lists);
-        :func:`_post_view` shows each as the listing does."""
+        """The posts ``/api/posts/`` lists: filtered by ``statuses`` and ``forecast_type`` (comma lists)
+        and ``tournaments`` (a project's id or slug); :func:`_post_view` shows each as the listing does."""
         posts = self.data.metaculus
+        project = query.get("tournaments")
+        if project:
+            posts = [p for p in posts if any(project in (str(t.get("id")), t.get("slug"))
+                                             for t in (p.get("projects") or {}).get("tournament") or [])]  # fmt: skip
         wanted = query.get("statuses")
         if wanted:
             posts = [p for p in posts if p.get("status") in wanted.split(",")]

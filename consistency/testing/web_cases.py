@@ -19,6 +19,10 @@ from .web_typed import (
     polymarket_event,
 )
 
+#: The Metaculus tournament some special posts belong to (``projects.tournament`` in ``/api/posts/``).
+TOURNAMENT = {"id": 32600, "type": "tournament", "name": "Fixture AI Benchmark", "slug": "fixture-aib"}
+TOURNAMENT_POSTS = (101, 102, 201, 202, 203, 204, 205, 206, 207)
+
 
 def special_data() -> FixtureData:
     """The cases each source must handle, in a known order (window 2024-05-01 .. 2024-08-15)."""
@@ -59,6 +63,9 @@ def special_data() -> FixtureData:
                           created=T0 - 30 * d),
     ]  # fmt: skip
     typed_meta, typed_mani, events, early = typed_cases()
+    for post in meta + typed_meta:  # a tournament of mixed questions, as the AI benchmarking ones are
+        if post["id"] in TOURNAMENT_POSTS:
+            post["projects"] = {"tournament": [TOURNAMENT], "default_project": TOURNAMENT}
     return FixtureData(
         metaculus=meta + typed_meta,
         manifold=mani + typed_mani,
