@@ -223,3 +223,24 @@ def test_forecast_files_of_the_new_checks_are_scored(tmp_path):
     assert "no metadata.outcome_event" in scored.errors[0].message
     expected = -2 * math.log(math.sqrt(0.5 * 0.7) + math.sqrt(0.5 * 0.3))
     assert scored.scores.arbitrage.violation == pytest.approx([expected, expected])
+
+
+def test_generate_takes_only_the_questions_a_check_is_made_from(tmp_path):
+    """A mixed pool: the template makes each check's tuples from the questions that fit it, with no
+    rejects for the others; a pool with none stops the check with what it needs."""
+    from consistency.generate.pipeline import GenerateOptions, generate
+
+    yes_no = ForecastingQuestion(id="b-1", title="Will it rain in Paris on 1 June 2027?", body="Meteo-France.",
+                                 resolution_date="2027-06-02")  # fmt: skip
+    pool = [yes_no, mc(), numeric()]
+    options = GenerateOptions(n=5)
+    for name, source in (("PARTITION4", "mc-1"), ("MC_BINARY", "mc-1"), ("CDF_THRESHOLDS", "num-1")):
+        report = asyncio.run(generate(get_check(name), pool, TemplateInstantiator(), tmp_path, options))
+        assert (report.written, report.candidates, dict(report.rejected), report.skipped) == (1, 1, {}, 0), name
+        (line,) = [json.loads(x) for x in report.path.read_text().splitlines()]
+        assert [q["id"] for q in line["metadata"]["base_sentences"].values()] == [source]
+        assert not report.rejects_path.exists() or not report.rejects_path.read_text()
+    wanted = {"PARTITION3": "a multiple-choice question with 3 options", "CDF_THRESHOLDS": "a numeric or date question"}
+    for name, words in wanted.items():  # the four-option question fits neither
+        with pytest.raises(ValueError, match=f"^its source is {words}, and none of the 2 question"):
+            asyncio.run(generate(get_check(name), [yes_no, mc()], TemplateInstantiator(), tmp_path, options))

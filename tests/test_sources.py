@@ -16,6 +16,8 @@ from consistency.sources import SOURCES, FatalHTTPError, HttpSettings, ScrapeOpt
 
 NOW = datetime(2024, 9, 1, tzinfo=UTC)
 WINDOW = ScrapeOptions(resolved_after=date(2024, 5, 1), resolved_before=date(2024, 8, 15))
+BINARY = ScrapeOptions(types=("binary",))  # the multiple-choice and numeric cases: test_sources_typed.py
+BINARY_WINDOW = WINDOW.model_copy(update={"types": ("binary",)})
 FAST = HttpSettings(max_backoff=0.5, timeout=5)
 
 
@@ -41,7 +43,15 @@ def metaculus_data():
         metaculus_post(110 + i, f"Will X{i} happen?", resolution="no", resolve=T0 + (40 + i) * d, created=T0 - 20 * d)
         for i in range(7)
     ]
-    data.metaculus = [p for p in data.metaculus if p["id"] != 106] + extra  # 8 special + 7 = 15 posts, 3 a page
+    # the binary cases and one multiple-choice post (105): 8 special + 7 = 15 posts, 3 a page
+    data.metaculus = [p for p in data.metaculus if p["id"] < 200 and p["id"] != 106] + extra
+    return data
+
+
+def markets_only():
+    """The Polymarket cases without the multi-market events (whose markets the listing shows too)."""
+    data = special_data()
+    data.polymarket_events = []
     return data
 
 
@@ -72,6 +82,8 @@ EXPECTED_101 = {
 
 
 def test_metaculus_lines_skips_retries_and_a_truncated_page(tmp_path, monkeypatch):
+    """... and ``market_prob`` from the community history, which the API sends only when asked
+    (``include_cp_history=true``; before, the scraper did not ask and found no value before the close)."""
     monkeypatch.setenv("METACULUS_TOKEN", TOKEN)
     out = tmp_path / "m.jsonl"
     faults = {("metaculus", 3): ["429", "500"]}
@@ -95,23 +107,24 @@ def test_metaculus_lines_skips_retries_and_a_truncated_page(tmp_path, monkeypatc
     }  # fmt: skip
     # 111-113 sat on the truncated page; 114-116 come after it
     assert [q["title"] for q in got] == [
-        "Will A happen by June 2024?", "Will B happen by July 2024?", "Will I happen by August 2024?",
+        "Will A happen by June 2024?", "Will B happen by July 2024?", "Which E?", "Will I happen by August 2024?",
         "Will X0 happen?", "Will X4 happen?", "Will X5 happen?", "Will X6 happen?",
     ]  # fmt: skip
-    assert [q["resolution"] for q in got] == [True, False, True, False, False, False, False]
+    assert [q["resolution"] for q in got] == [True, False, "E2", True, False, False, False, False]
     assert dict(report.skipped) == {
         "annulled": 1,
         "ambiguous": 1,
-        "not binary (multiple_choice)": 1,
         "resolution date before the window": 1,
         "resolves within 3 days of creation": 1,
     }
-    assert report.retries == 2 and report.written == 7 and report.finished
+    assert report.retries == 2 and report.written == 8 and report.finished
     assert len(report.bad_pages) == 1 and report.bad_pages[0].url.endswith("offset=9")
     assert "not valid JSON" in report.bad_pages[0].reason
     state = json.loads(report.state_path.read_text())
     assert state["bad_pages"][0]["url"].endswith("offset=9") and state["finished"]
-    assert all(q["statuses"] == "resolved" and q["forecast_type"] == "binary" for q in sent)
+    kinds = "binary,multiple_choice,numeric,discrete,date,group_of_questions"
+    assert all(q["statuses"] == "resolved" and q["forecast_type"] == kinds for q in sent)
+    assert all(q["include_cp_history"] == "true" and q["with_cp"] == "true" for q in sent)
     assert sent[0]["scheduled_resolve_time__gt"] == "2024-04-30"
     # the token travels in a header only: never in the cache, the state file or the output
     for path in tmp_path.rglob("*"):
@@ -137,9 +150,9 @@ def test_manifold_skips_details_and_open_markets(tmp_path):
     out = tmp_path / "mf.jsonl"
     faults = {("manifold-market", "m1"): ["500"]}
     with WebFixture(page_cap=4, faults=faults, broken={("manifold-market", "m2")}) as srv:
-        report = run("manifold", srv, out)
+        report = run("manifold", srv, out, BINARY_WINDOW)
         listing = [q for p, q, _ in srv.hits if p.endswith("search-markets")]
-        again = run("manifold", srv, tmp_path / "all.jsonl", ScrapeOptions(status="all"))
+        again = run("manifold", srv, tmp_path / "all.jsonl", BINARY.model_copy(update={"status": "all"}))
     got = lines(out)
     assert [q["title"] for q in got] == ["Will J happen by June 2024?"]
     assert got[0]["body"] == "Resolves YES if J happen by June 2024. Resolves NO otherwise."
@@ -153,7 +166,6 @@ def test_manifold_skips_details_and_open_markets(tmp_path):
     assert dict(report.skipped) == {
         "resolved to a probability (MKT)": 1,
         "annulled (CANCEL)": 1,
-        "not binary (MULTIPLE_CHOICE)": 1,
         "sweepstakes (CASH) copy": 1,
         "detail page unusable": 1,  # m2's detail page is truncated
     }
@@ -169,11 +181,11 @@ def test_manifold_skips_details_and_open_markets(tmp_path):
 
 def test_polymarket_needs_closed_true_and_settled_prices(tmp_path):
     out = tmp_path / "p.jsonl"
-    with WebFixture(page_cap=2, faults={("polymarket", 2): ["drop"]}) as srv:  # a dropped connection, retried
-        report = run("polymarket", srv, out, ScrapeOptions())
+    with WebFixture(markets_only(), page_cap=2, faults={("polymarket", 2): ["drop"]}) as srv:  # a dropped connection
+        report = run("polymarket", srv, out, BINARY)
         sent = [q for p, q, _ in srv.hits if p.endswith("/markets/keyset")]
         history = [q for p, q, _ in srv.hits if p.endswith("/prices-history")]
-        opened = run("polymarket", srv, tmp_path / "open.jsonl", ScrapeOptions(status="open"))
+        opened = run("polymarket", srv, tmp_path / "open.jsonl", BINARY.model_copy(update={"status": "open"}))
     got = lines(out)
     assert [(q["title"], q["resolution"]) for q in got] == [
         ("Will P happen by June 30?", True),
@@ -221,7 +233,7 @@ def test_manifold_stops_paging_past_the_window(tmp_path):
 
 def test_appends_dedupes_resumes_and_reparses_offline(tmp_path):
     out = tmp_path / "mf.jsonl"
-    everything = ScrapeOptions(status="all", min_days=0)
+    everything = ScrapeOptions(status="all", min_days=0, types=("binary",))
     with WebFixture(page_cap=2) as srv:
         first = run("manifold", srv, out, everything, n=1)
         resumed = run("manifold", srv, out, everything, resume=True)
@@ -240,19 +252,29 @@ def test_appends_dedupes_resumes_and_reparses_offline(tmp_path):
     assert report.requests == 0 and report.cache_hits > 0
     assert offline.read_text() == out.read_text()
     with pytest.raises(ValueError, match="other options"):
-        run("manifold", srv, out, ScrapeOptions(), resume=True)
+        run("manifold", srv, out, BINARY, resume=True)
+    with pytest.raises(ValueError, match="other options"):  # another selection of types
+        run("manifold", srv, out, everything.model_copy(update={"types": ("binary", "numeric")}), resume=True)
 
 
 def test_cli_scrape_summary(tmp_path):
     with WebFixture(page_cap=3) as srv:
-        proc = cc(tmp_path, "questions", "scrape", "manifold", "--base-url", srv.url_for("manifold"),
-                  "--out", "q.jsonl", "--rpm", "0", "--resolved-after", "2024-05-01")  # fmt: skip
+        base = ["questions", "scrape", "manifold", "--base-url", srv.url_for("manifold"), "--rpm", "0",
+                "--resolved-after", "2024-05-01"]  # fmt: skip
+        proc = cc(tmp_path, *base, "--out", "q.jsonl", "--types", "binary")
+        every = cc(tmp_path, *base, "--out", "all.jsonl")  # all types by default
         bad = cc(tmp_path, "questions", "scrape", "manifold", "--out", "q.jsonl", "--created-after", "May")
+        kinds = cc(tmp_path, *base, "--out", "k.jsonl", "--types", "binary,choice")
     assert proc.returncode == 0, proc.stderr
     assert "2 new manifold question(s) in q.jsonl" in proc.stdout
     assert "skipped 1: sweepstakes (CASH) copy" in proc.stdout
     assert len(lines(tmp_path / "q.jsonl")) == 2
+    assert every.returncode == 0 and "5 new manifold question(s) in all.jsonl" in every.stdout, every.stderr
+    assert sorted({q["question_type"] for q in lines(tmp_path / "all.jsonl")}) == ["binary", "multiple_choice",
+                                                                                  "numeric"]  # fmt: skip
     assert bad.returncode == 2 and "--created-after must be a date" in bad.stderr
+    assert kinds.returncode == 2 and "--types takes binary, multiple_choice, numeric, date or all" in kinds.stderr
+    assert not (tmp_path / "k.jsonl").exists()
 
 
 def test_end_to_end_scrape_generate_evaluate_leaderboard(tmp_path):
@@ -397,9 +419,9 @@ def test_polymarket_keyset_pages_and_an_unusable_one_resumed(tmp_path):
     cannot be had ends the scrape there (the pages after it are unreachable); --resume reads it again."""
     once = HttpSettings(max_backoff=0.05, timeout=5, max_attempts=1)
     out = tmp_path / "p.jsonl"
-    with WebFixture(page_cap=1, faults={("polymarket", 1): ["500"]}) as srv:
-        first = run("polymarket", srv, out, ScrapeOptions(), http=once)
-        resumed = run("polymarket", srv, out, ScrapeOptions(), http=once, resume=True)
+    with WebFixture(markets_only(), page_cap=1, faults={("polymarket", 1): ["500"]}) as srv:
+        first = run("polymarket", srv, out, BINARY, http=once)
+        resumed = run("polymarket", srv, out, BINARY, http=once, resume=True)
         cursors = [q.get("after_cursor") for p, q, _ in srv.hits if p.endswith("/markets/keyset")]
     assert first.written == 1 and not first.finished and first.bad_pages[0].position == (0, "c1")
     assert resumed.written == 1 and resumed.finished and not resumed.bad_pages

@@ -158,6 +158,13 @@ def test_resolution_never_overwrites_and_keeps_unknowns():
         question("Will an unclear thing happen by August 31, 2024?"),
         question("Will the launch happen by 2030?", due="2030-01-01"),
         question("Will the tie happen by August 31, 2024?"),
+        ForecastingQuestion(
+            title="Which mission will launch by August 31, 2024?",
+            body=BODY,
+            resolution_date="2024-08-31",
+            question_type="multiple_choice",
+            options=["crewed", "cargo"],
+        ),  # not a yes/no question
     ]
     with ScriptedServer(rule) as srv:
 
@@ -166,13 +173,15 @@ def test_resolution_never_overwrites_and_keeps_unknowns():
                 return await resolve_questions(qs, llm, srv.model_spec(), as_of=date(2024, 9, 15), votes=votes)
 
         (one, report), (tied, _) = asyncio.run(go(1)), asyncio.run(go(2))
-    assert [q.resolution for q in one] == [True, False, None, None, False]  # one vote on the tie: no
+    assert [q.resolution for q in one] == [True, False, None, None, False, None]  # one vote on the tie: no
     assert one[0].metadata["model_resolution"]["answer"] == "yes"
     assert one[0].metadata["model_resolution"]["confidence"] == 0.9
     assert one[0].metadata["model_resolution"]["model"] == srv.model_spec()
     assert "model_resolution" not in one[1].metadata and "model_resolution" not in one[3].metadata
     assert one[2].metadata["model_resolution"]["answer"] == "unknown"
-    assert dict(report.untouched) == {"already resolved": 1, "not yet due": 1}
+    assert dict(report.untouched) == {"already resolved": 1, "not yet due": 1,
+                                      "not a yes/no question (multiple_choice)": 1}  # fmt: skip
+    assert one[5].resolution is None and "model_resolution" not in one[5].metadata
     assert tied[4].metadata["model_resolution"]["votes"] == ["yes", "no"] and tied[4].resolution is None
 
 

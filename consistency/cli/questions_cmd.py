@@ -236,13 +236,23 @@ def scrape_cmd(
     ] = None,
     min_traders: Annotated[int | None, typer.Option(min=0, help="Manifold: fewest distinct traders kept.")] = None,
     search: Annotated[str | None, typer.Option(help="Only questions matching this text.")] = None,
+    tournament: Annotated[
+        str | None,
+        typer.Option(help="Metaculus: only this tournament's questions (its id or slug, as in its page's URL)."),
+    ] = None,
+    types: Annotated[
+        str,
+        typer.Option(help="Question types kept, comma-separated: binary, multiple_choice, numeric, date (or all)."),
+    ] = "all",
     min_days: Annotated[
         float, typer.Option(min=0, help="Drop questions resolving sooner than this after creation.")
     ] = 3.0,
     market_lead_days: Annotated[
         float,
         typer.Option(
-            min=0, help="Closed questions: market_prob is the probability this many days before closing (0: none)."
+            min=0,
+            help="Closed questions: the crowd forecast kept (market_prob, crowd_forecast) is the one this many days "
+            "before closing (0: none).",
         ),
     ] = 7.0,
     resume: Annotated[bool, typer.Option(help="Carry on from where the last run on --out stopped.")] = False,
@@ -259,10 +269,18 @@ def scrape_cmd(
     offline: Annotated[bool, typer.Option(help="Use cached pages only (re-parse without the network).")] = False,
     refresh: Annotated[bool, typer.Option(help="Fetch pages again even when cached.")] = False,
 ) -> None:
-    """Binary questions from a forecasting platform, appended to --out (de-duplicated by source id)."""
+    """Questions (binary, multiple-choice, numeric, date) from a forecasting platform, appended to --out
+    (de-duplicated by source id)."""
     from ..sources import SOURCES, FatalHTTPError, HttpSettings, ScrapeOptions, scrape
+    from ..sources.scraper import ALL_TYPES
     from .progress import Progress
 
+    chosen = [t.strip() for t in types.split(",") if t.strip()]
+    chosen = list(ALL_TYPES) if chosen == ["all"] else chosen
+    unknown = [t for t in chosen if t not in ALL_TYPES]
+    if unknown or not chosen:
+        err.print(f"[red]error[/red] --types takes {', '.join(ALL_TYPES)} or all, got {escape(types)!r}")
+        raise typer.Exit(ExitCode.USAGE)
     if source not in SOURCES:
         err.print(f"[red]error[/red] unknown source {escape(source)!r}; choose one of {', '.join(SOURCES)}")
         raise typer.Exit(ExitCode.USAGE)
@@ -273,8 +291,8 @@ def scrape_cmd(
         status=status, resolved_after=_day_option(resolved_after, "--resolved-after"),
         resolved_before=_day_option(resolved_before, "--resolved-before"),
         created_after=_day_option(created_after, "--created-after"), min_forecasters=min_forecasters,
-        min_volume=min_volume, min_traders=min_traders, search=search, min_days=min_days,
-        market_lead_days=market_lead_days,
+        min_volume=min_volume, min_traders=min_traders, search=search, tournament=tournament, min_days=min_days,
+        market_lead_days=market_lead_days, types=tuple(chosen),
     )  # fmt: skip
     src = SOURCES[source]()
     http = HttpSettings(

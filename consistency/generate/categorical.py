@@ -72,8 +72,22 @@ def fits(check: Check, question: ForecastingQuestion) -> bool:
     if question.question_type != "multiple_choice":
         return False
     n = len(question.options or [])
-    named = {f.value for f in _comparisons(check, base).values()}
-    return n == m or (n > m and len(named) == m - 1)
+    return n == m or (n > m and _takes_unions(check, base))
+
+
+def _takes_unions(check: Check, base: str) -> bool:
+    """One yes/no field naming all outcomes but the last: more options fit, grouped into a union and the rest."""
+    m = (check.outcomes or {})[base]
+    return len({f.value for f in _comparisons(check, base).values()}) == m - 1
+
+
+def wanted_source(check: Check) -> str:
+    """The question :func:`fits` takes, in words (for the message when a pool has none)."""
+    base = source_base(check)
+    if (check.kinds or {}).get(base) == NUMERIC:
+        return "a numeric or date question"
+    m = (check.outcomes or {})[base]
+    return f"a multiple-choice question with {m} options" + (" or more" if _takes_unions(check, base) else "")
 
 
 def categorical_tuple(

@@ -78,6 +78,13 @@ def candidate_bases(
     check: Check, names: Sequence[str], questions: Sequence[ForecastingQuestion], options: GenerateOptions
 ) -> list[dict[str, ForecastingQuestion]]:
     rng = np.random.default_rng([options.seed, sum(check.name.encode())])
+    if check.outcomes:  # made from one multiple-choice or numeric question: the others are no candidates
+        from .categorical import fits, wanted_source
+
+        pool = [q for q in questions if fits(check, q)]
+        if not pool:
+            raise ValueError(f"its source is {wanted_source(check)}, and none of the {len(questions)} question(s) is")
+        questions = pool
     k = len(names)
     if options.around is not None:
         return choose_around(options.around, questions, names, options.candidates, rng)

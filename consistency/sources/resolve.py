@@ -1,10 +1,10 @@
 """Resolving questions past their resolution date with a model (one with retrieval is the user's choice).
 
-Only questions without a resolution are asked: a resolution a source gave is never overwritten.
-The model answers yes, no or unknown with a short justification and a confidence; with several
-votes the majority of the yes/no answers wins and a tie is unknown (the paper's code counted a tie
-as NO). The answer is recorded in ``metadata["model_resolution"]`` with the model used, and sets
-``resolution`` only when it is yes or no.
+Only yes/no questions without a resolution are asked (a multiple-choice or numeric one is left as it
+is): a resolution a source gave is never overwritten. The model answers yes, no or unknown with a
+short justification and a confidence; with several votes the majority of the yes/no answers wins and
+a tie is unknown (the paper's code counted a tie as NO). The answer is recorded in
+``metadata["model_resolution"]`` with the model used, and sets ``resolution`` only when it is yes or no.
 """
 
 from __future__ import annotations
@@ -59,6 +59,9 @@ async def resolve_questions(
     async def one(q: ForecastingQuestion) -> ForecastingQuestion:
         if q.resolution is not None:
             report.untouched["already resolved"] += 1
+            return q
+        if q.question_type not in ("binary", "conditional_binary"):  # the model answers yes or no only
+            report.untouched[f"not a yes/no question ({q.question_type})"] += 1
             return q
         if q.resolution_date is None:
             report.untouched["no resolution date"] += 1

@@ -1,4 +1,4 @@
-"""Scrape binary questions from a forecasting platform into a questions JSONL.
+"""Scrape questions (binary, multiple-choice, numeric, date) from a forecasting platform into a questions JSONL.
 
 The driver pages through a source's listing (offset pagination, the next page fetched while the
 current one is parsed), turns each item into a :class:`ForecastingQuestion` or a skip reason,
@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from ..jsonl import AppendLog, parse_json, write_json
 from ..models import ForecastingQuestion
@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 NAMESPACE = uuid.UUID("6b1f3c52-9d0e-4a7b-8f41-3e2d5c7a9b10")
 
 Status = Literal["resolved", "open", "all"]
+ScrapedType = Literal["binary", "multiple_choice", "numeric", "date"]
+#: Every type a scrape can keep, in the order ``--types`` lists them.
+ALL_TYPES: tuple[ScrapedType, ...] = ("binary", "multiple_choice", "numeric", "date")
 #: Questions of a page completed (detail requests) before they are written: an interrupted run keeps them.
 COMPLETE_BATCH = 50
 
@@ -52,10 +55,22 @@ class ScrapeOptions(BaseModel):
     min_volume: float | None = None
     min_traders: int | None = None
     search: str | None = None
+    #: Metaculus only: a tournament's (or question series') id or slug, as in its page's URL
+    tournament: str | None = None
     min_days: float = 3.0  # questions resolving sooner than this after creation are dropped (as the paper did)
-    #: a closed question's ``market_prob`` is the probability this many days before it closed or
-    #: resolved (whichever came first), read from the source's history; 0: none (``final_prob`` only)
+    #: a closed question's ``market_prob`` (a binary one's) or ``crowd_forecast`` (a multiple-choice or
+    #: numeric one's) is the crowd's forecast this many days before it closed or resolved (whichever came
+    #: first), read from the source's history; 0: none (for a binary question, ``final_prob`` only)
     market_lead_days: float = 7.0
+    #: the question types kept (a platform's discrete questions are numeric ones)
+    types: tuple[ScrapedType, ...] = ALL_TYPES
+
+    @field_validator("types", mode="after")
+    @classmethod
+    def _known_order(cls, value: tuple[ScrapedType, ...]) -> tuple[ScrapedType, ...]:
+        if not value:
+            raise ValueError("choose at least one question type")
+        return tuple(t for t in ALL_TYPES if t in value)  # one order, so equal selections resume alike
 
 
 class Skip(str):
@@ -86,7 +101,10 @@ class Source(Protocol):
     # optional: ``past_window(items, opts) -> bool``, true when the listing (sorted by resolution,
     # newest first) has left the --resolved-after window, so the rest need not be fetched
 
-    def question(self, item: dict[str, Any], opts: ScrapeOptions, now: datetime) -> ForecastingQuestion | Skip: ...
+    def question(
+        self, item: dict[str, Any], opts: ScrapeOptions, now: datetime
+    ) -> ForecastingQuestion | Skip | list[ForecastingQuestion | Skip]:
+        """The item's question (a list for an item holding several, e.g. a Metaculus group post)."""
 
     async def complete(self, q: ForecastingQuestion, web: WebClient, base_url: str) -> ForecastingQuestion | Skip:
         """Anything the listing lacks (e.g. a description from a detail page)."""
@@ -178,6 +196,8 @@ def _fingerprint(source: str, base_url: str, opts: ScrapeOptions) -> str:
 
 
 def _shared_filter(q: ForecastingQuestion, opts: ScrapeOptions) -> Skip | None:
+    if q.question_type not in opts.types:
+        return Skip(f"{q.question_type} not selected (--types)")
     if opts.status == "resolved" and q.resolution is None:
         return Skip("not resolved")
     if opts.status == "open" and q.resolution is not None:
@@ -368,19 +388,20 @@ async def scrape(  # noqa: C901 - to be split: PENDING in tests/test_structure.p
                     candidates = []
                     for item in items:
                         try:
-                            q = source.question(item, opts, now)
+                            made = source.question(item, opts, now)
                         except (ValueError, KeyError, TypeError) as exc:
-                            q = Skip(f"malformed item ({type(exc).__name__})")
+                            made = Skip(f"malformed item ({type(exc).__name__})")
                             log.info("%s: malformed item at offset %s: %s", source.name, offset, exc)
-                        if not isinstance(q, Skip):
-                            q = _shared_filter(q, opts) or q
-                        if isinstance(q, Skip):
-                            report.skipped[str(q)] += 1
-                        elif q.id in seen:
-                            report.already += 1
-                        else:
-                            seen.add(q.id)
-                            candidates.append(q)
+                        for q in made if isinstance(made, list) else [made]:
+                            if not isinstance(q, Skip):
+                                q = _shared_filter(q, opts) or q
+                            if isinstance(q, Skip):
+                                report.skipped[str(q)] += 1
+                            elif q.id in seen:
+                                report.already += 1
+                            else:
+                                seen.add(q.id)
+                                candidates.append(q)
                     # completed (e.g. a detail page each) no more than -n still needs, a batch at a time
                     # so a long page is written as it goes; a failed one makes room for the next candidate
                     while candidates and (n is None or report.written < n):
