@@ -80,7 +80,7 @@ def cdf_at(cdf, t) -> np.ndarray:
     return lo + (pos - j) * (hi - lo)
 
 
-def cdf_from_percentiles(
+def cdf_from_percentiles(  # noqa: C901
     percentiles: Mapping[float, float],
     lower: float,
     upper: float,
@@ -89,6 +89,9 @@ def cdf_from_percentiles(
     open_upper: bool,
 ) -> np.ndarray:
     """A 201-point CDF through the given quantiles ({0.05: x, 0.5: y, ...}), linear in the scale's location.
+
+    Kept whole: each branch is one validation of the quantiles or one case of the bounds (open, closed, log),
+    read best in the order a forecast is checked.
 
     Between two percentiles the CDF is linear in the location. On a closed side it runs to 0 at the lower bound
     (1 at the upper); on an open side it continues the slope of the nearest two percentiles to the bound, cut at

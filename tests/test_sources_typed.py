@@ -13,9 +13,9 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from consistency.fake_openai.web import T0, TOKEN, WebFixture, fixture_cdf, special_data
 from consistency.sources import SOURCES, HttpSettings, ScrapeOptions, scrape
 from consistency.sources.scraper import question_id
-from consistency.fake_openai.web import T0, TOKEN, WebFixture, fixture_cdf, special_data
 
 NOW = datetime(2024, 9, 1, tzinfo=UTC)
 WINDOW = ScrapeOptions(resolved_after=date(2024, 5, 1), resolved_before=date(2024, 8, 15))

@@ -98,11 +98,13 @@ class ForecastGraph:
         return np.array([np.nan if r is None else float(r) for r in self.resolutions], dtype=float)
 
 
-def read_graph(path: str | Path, resolutions: str | Path | None = None) -> ForecastGraph:
+def read_graph(path: str | Path, resolutions: str | Path | None = None) -> ForecastGraph:  # noqa: C901
     """Read every ``<Checker>.jsonl`` forecast file of a run or forecast directory (ours or the paper's).
 
     Bad lines are kept as :class:`LineError` (file and line) and left out; ``resolutions`` (a questions or
-    ground-truth results file) adds resolutions to questions of the same text that have none."""
+    ground-truth results file) adds resolutions to questions of the same text that have none.
+
+    Kept whole: each branch names one way a forecast file can be unfit for repair, in the order they are read."""
     root = Path(path)
     if not root.is_dir():
         raise RepairInputError(f"{root}: not a directory; give a run directory or a directory of <Checker>.jsonl")

@@ -120,9 +120,13 @@ class Metaculus:
             return Skip("not a single question")
         return self._one(post, q, opts, now, None)
 
-    def _one(
+    def _one(  # noqa: C901
         self, post: dict[str, Any], q: dict[str, Any], opts: ScrapeOptions, now: datetime, group: dict | None
     ) -> ForecastingQuestion | Skip:
+        """One Metaculus question, or the reason it is skipped.
+
+        Kept whole: one branch per skip reason and question type, in the order the API's fields are checked.
+        """
         kind = _KINDS.get(str(q.get("type")))
         if kind is None:
             return Skip(f"unsupported type ({q.get('type')})")
