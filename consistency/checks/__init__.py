@@ -4,6 +4,10 @@
 a short name (``cond``), case-insensitively. ``register`` adds a check of your own. COMBINATION
 (ForecastBench's two-question combinations) is found by name but is not in :func:`all_checks`. Longer MONOTONE
 chains (``MONOTONE4``, ``mono5`` ...) are declared and registered the first time they are named.
+
+The checks over multiple-choice and numeric questions (:mod:`.categorical`: ``PARTITION4`` …, ``MC_BINARY``,
+``CDF_THRESHOLDS`` …, ``NUMERIC_PARAPHRASE``) are found by name too, but stay out of :func:`all_checks` until the
+bundled benchmark has their tuples.
 """
 
 from __future__ import annotations
@@ -11,7 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .builtin import BUILTIN_CHECKS, PAPER_CHECKS
-from .check import BINARY, CONDITIONAL, Check, CheckDeclarationError
+from .categorical import (
+    CATEGORICAL_CHECKS,
+    CDF_THRESHOLDS,
+    MC_BINARY,
+    NUMERIC_PARAPHRASE,
+    cdf_thresholds_check,
+    family_from_name,
+    partition_check,
+)
+from .check import BINARY, CONDITIONAL, MULTIPLE_CHOICE, NUMERIC, Check, CheckDeclarationError
 from .combination import COMBINATION
 from .condition import ConditionError, Constraint
 from .logic import Formula, parse
@@ -20,9 +33,15 @@ from .monotone import MONOTONE, chain_fields, chain_from_name, monotone_check
 __all__ = [
     "BINARY",
     "BUILTIN_CHECKS",
+    "CATEGORICAL_CHECKS",
+    "CDF_THRESHOLDS",
     "COMBINATION",
     "CONDITIONAL",
+    "MC_BINARY",
     "MONOTONE",
+    "MULTIPLE_CHOICE",
+    "NUMERIC",
+    "NUMERIC_PARAPHRASE",
     "PAPER_CHECKS",
     "Check",
     "CheckDeclarationError",
@@ -31,11 +50,13 @@ __all__ = [
     "Formula",
     "UnknownCheckError",
     "all_checks",
+    "cdf_thresholds_check",
     "chain_fields",
     "check_for_fields",
     "get_check",
     "monotone_check",
     "parse",
+    "partition_check",
     "register",
 ]
 
@@ -92,12 +113,15 @@ def get_check(name: str | Check) -> Check:
 
 
 def _chain(name: str) -> Check | None:
-    """``MONOTONE4`` and the like: declared and registered on first use."""
+    """``MONOTONE4``, ``PARTITION5``, ``CDF_THRESHOLDS2`` and the like: declared and registered on first use."""
     try:
         chain = chain_from_name(name)
+        family = None if chain is not None else family_from_name(name)
     except ValueError as exc:
         raise UnknownCheckError(f"unknown check {name!r}: {exc}") from None
-    return None if chain is None else register(chain)
+    if chain is not None:
+        return register(chain)
+    return None if family is None else register(family, listed=False)
 
 
 def all_checks() -> list[Check]:
@@ -116,3 +140,5 @@ def check_for_fields(fields: Iterable[str]) -> Check | None:
 for _check in BUILTIN_CHECKS:
     register(_check)
 register(COMBINATION, listed=False)  # ForecastBench's combination questions: by name, not in the default set
+for _check in CATEGORICAL_CHECKS:  # no bundled tuples yet: by name, not in the default set
+    register(_check, listed=False)

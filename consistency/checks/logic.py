@@ -3,21 +3,28 @@
 A field's meaning is a formula such as ``P``, ``not P``, ``P and Q`` or ``Q given P``.
 ``given`` makes a conditional question: it has no truth value (``None``) in worlds where its
 condition is false, which is how the paper's conditional questions resolve.
+
+A base may also be *categorical* (declared with its number of outcomes, see :class:`~.check.Check`): it takes one
+of the values 0 … m-1 in each world. A field that is such a base itself is a categorical field; a comparison such
+as ``X == 2`` or ``X >= 1`` is an event about it.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 Truth = bool | None
+#: A base's value in a world: true/false, or the outcome of a categorical base.
+Value = bool | int
 
 
 class Formula:
     """A propositional formula; subclasses are immutable and hashable."""
 
-    def evaluate(self, world: Mapping[str, bool]) -> Truth:
+    def evaluate(self, world: Mapping[str, Value]) -> Truth:
         raise NotImplementedError
 
     def atoms(self) -> frozenset[str]:
@@ -47,6 +54,38 @@ class Var(Formula):
 
     def __str__(self) -> str:
         return self.name
+
+
+_COMPARE = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+_COMPARE_SYMBOL = {"==": "=", "!=": "≠", "<": "<", "<=": "≤", ">": ">", ">=": "≥"}
+
+
+@dataclass(frozen=True)
+class Compare(Formula):
+    """``X >= 2``: an event about the outcome (0 … m-1) of a categorical base."""
+
+    name: str
+    op: str
+    value: int
+
+    def evaluate(self, world: Mapping[str, Value]) -> Truth:
+        return _COMPARE[self.op](world[self.name], self.value)
+
+    def atoms(self) -> frozenset[str]:
+        return frozenset({self.name})
+
+    def symbol(self) -> str:
+        return f"{self.name}{_COMPARE_SYMBOL[self.op]}{self.value}"
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.op} {self.value}"
 
 
 @dataclass(frozen=True)
@@ -143,7 +182,7 @@ class Given(Formula):
 
 def variables(formula: Formula) -> list[str]:
     """Base events in order of first appearance, left to right."""
-    if isinstance(formula, Var):
+    if isinstance(formula, Var | Compare):
         return [formula.name]
     if isinstance(formula, Not):
         children: tuple[Formula, ...] = (formula.arg,)
@@ -158,10 +197,10 @@ def variables(formula: Formula) -> list[str]:
 
 
 def _wrap(node: Formula, text: str) -> str:
-    return text if isinstance(node, (Var, Not)) else f"({text})"
+    return text if isinstance(node, (Var, Not, Compare)) else f"({text})"
 
 
-_TOKEN = re.compile(r"\s*(?:(\()|(\))|([A-Za-z_][A-Za-z_0-9]*))")
+_TOKEN = re.compile(r"\s*(?:(\()|(\))|([A-Za-z_][A-Za-z_0-9]*)|(==|!=|<=|>=|<|>)|(\d+))")
 _KEYWORDS = {"not", "and", "or", "given", "implies"}
 
 
@@ -241,6 +280,12 @@ class _Parser:
             if self.take() != ")":
                 raise FormulaSyntaxError(f"missing ')' in formula {self.text!r}")
             return inner
-        if tok in _KEYWORDS or tok == ")":
+        if tok in _KEYWORDS or tok == ")" or tok in _COMPARE or tok.isdigit():
             raise FormulaSyntaxError(f"unexpected {tok!r} in formula {self.text!r}")
+        if self.peek() in _COMPARE:
+            op = self.take()
+            value = self.take()
+            if not value.isdigit():
+                raise FormulaSyntaxError(f"{tok} {op} needs an outcome number, got {value!r} in formula {self.text!r}")
+            return Compare(tok, op, int(value))
         return Var(tok)

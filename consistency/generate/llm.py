@@ -89,6 +89,10 @@ class LLMInstantiator:
     def bases_for(self, check: Check) -> tuple[str, ...]:
         """Bases that are fields or appear inside a compound field (not CONSEQUENCE's ``Q``, which the model
         writes); a chain's first field only."""
+        if check.outcomes:
+            from .categorical import source_base
+
+            return (source_base(check),)
         order = chain_fields(check)
         if order:
             return order[:1]
@@ -109,6 +113,8 @@ class LLMInstantiator:
         return [{"role": "system", "content": render("instantiate_system")}, {"role": "user", "content": user}]
 
     async def instantiate(self, check: Check, bases: Mapping[str, ForecastingQuestion]) -> dict[str, Any]:
+        if check.outcomes:
+            return await self._categorical(check, bases)
         if chain_fields(check):
             return await self._chain(check, bases)
         used = {b: bases[b] for b in self.bases_for(check)}
@@ -138,3 +144,21 @@ class LLMInstantiator:
         if not result.ok:
             raise InstantiationError("/".join(check.field_names[1:]), result)
         return model_chain(check, source, result.value, instantiator=self.name, model=self.model)
+
+    async def _categorical(self, check: Check, bases: Mapping[str, ForecastingQuestion]) -> dict[str, Any]:
+        """A multiple-choice or numeric source: the exact template, and a model only for a second wording
+        (NUMERIC_PARAPHRASE)."""
+        from .categorical import NumericWording, categorical_tuple, restated_fields, unchanged, wording_messages
+
+        source = bases[self.bases_for(check)[0]]
+        fields = restated_fields(check)
+        if not fields:
+            return categorical_tuple(check, source, instantiator="template")
+        result = await self.llm.structured(self.model, wording_messages(source), NumericWording)
+        if not result.ok:
+            raise InstantiationError("/".join(fields), result)
+        title, body = result.value.title.strip(), result.value.body.strip()
+        if unchanged(source, title):
+            raise ValueError(f"field {fields[0]}: the model returned the question's own title, not a new wording")
+        wordings = dict.fromkeys(fields, (title, body))
+        return categorical_tuple(check, source, instantiator=self.name, wordings=wordings, model=self.model)

@@ -19,13 +19,18 @@ from .tuples import assemble_tuple
 
 
 class TemplateInstantiator:
-    """Fields written from fixed templates; CONSEQUENCE uses its declared ``P or Q`` form, and a chain
-    (MONOTONE) moves its one source question's deadline (:mod:`.chains`)."""
+    """Fields written from fixed templates; CONSEQUENCE uses its declared ``P or Q`` form, a chain
+    (MONOTONE) moves its one source question's deadline (:mod:`.chains`), and the checks over a multiple-choice
+    or numeric question ask about its options or thresholds (:mod:`.categorical`)."""
 
     name = "template"
     skip_reason = NO_HORIZON  # of the questions :meth:`fits` turns away
 
     def bases_for(self, check: Check) -> tuple[str, ...]:
+        if check.outcomes:  # one multiple-choice or numeric source question (:mod:`.categorical`)
+            from .categorical import source_base
+
+            return (source_base(check),)
         order = chain_fields(check)
         return order[:1] if order else check.template_check.bases
 
@@ -35,6 +40,13 @@ class TemplateInstantiator:
         return not chain_fields(check) or fits_horizon(question)
 
     def instantiate_sync(self, check: Check, bases: Mapping[str, ForecastingQuestion]) -> dict[str, Any]:
+        if check.outcomes:
+            from .categorical import categorical_tuple, source_base
+
+            base = source_base(check)
+            if base not in bases:
+                raise KeyError(f"template instantiation of {check.name} needs source question {base}")
+            return categorical_tuple(check, bases[base], instantiator=self.name)
         order = chain_fields(check)
         if order:
             if order[0] not in bases:

@@ -23,6 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from .faces import FacePlan, solve_spd
+from .partition import partition_arbitrage
 from .world_plans import plan_for
 
 DEFAULT_EPSILON = 1e-3
@@ -47,8 +48,8 @@ class ArbitrageResult:
 
     @property
     def scaled(self) -> np.ndarray:
-        """The paper's ``default_scaled``: V divided by the number of fields."""
-        return self.violation / self.prices.shape[1]
+        """The paper's ``default_scaled``: V divided by the number of fields (not of a categorical field's columns)."""
+        return self.violation / self.weights.shape[1]
 
 
 def clip_forecasts(probs: np.ndarray, epsilon: float = DEFAULT_EPSILON) -> np.ndarray:
@@ -92,6 +93,8 @@ def arbitrage(
     F = clip_forecasts(probs, epsilon)
     problem = _Problem.of(worlds)
     w = np.ascontiguousarray(w, dtype=float)
+    if problem.partition is not None:  # one-hot worlds (PARTITION): a scalar root, see .partition
+        return _partition(problem.partition, F, w, epsilon)
     # In blocks: numpy's temporaries then stay in cache and are reused instead of being mapped
     # afresh for every operation, which halves the time of 100,000 tuples.
     parts = [
@@ -104,6 +107,19 @@ def arbitrage(
         violation, prices, gap = (np.concatenate([part[i] for part in parts]) for i in range(3))
         iterations = max(part[3] for part in parts)
     return ArbitrageResult(violation, prices, gap, np.array(w), epsilon, iterations)
+
+
+def _partition(order: np.ndarray, F: np.ndarray, w: np.ndarray, epsilon: float) -> ArbitrageResult:
+    """The closed form on one-hot worlds; ``order`` lists each world's true field."""
+    unit = bool(np.all(w == 1.0))
+    parts = [
+        partition_arbitrage(F[s : s + _BLOCK, order], None if unit else w[s : s + _BLOCK, order])
+        for s in range(0, max(len(F), 1), _BLOCK)
+    ]
+    violation, lam, gap = (np.concatenate([part[i] for part in parts]) for i in range(3))
+    prices = np.empty_like(F)
+    prices[:, order] = lam
+    return ArbitrageResult(violation, prices, gap, np.array(w), epsilon, max(part[3] for part in parts))
 
 
 def _solve(problem: _Problem, F: np.ndarray, w: np.ndarray, tol: float, max_iter: int, faces: bool):
@@ -139,6 +155,9 @@ class _Problem:
         self.AF = (worlds == 0).astype(float)
         self.AR = self.AT + self.AF
         self.unconditional = bool((worlds >= 0).all())
+        # One-hot worlds, one per field (PARTITION): each world's true field, in world order.
+        one_hot = self.k == self.n >= 2 and (self.AT.sum(axis=1) == 1).all() and (self.AT.sum(axis=0) == 1).all()
+        self.partition = np.argmax(self.AT, axis=1) if one_hot and (self.AF + self.AT == 1).all() else None
         # removable[mask, j]: world j may leave the face `mask` without making the dual's
         # gradient infinite at the boundary (every value it gives a field is still given
         # by a world on the face). Other worlds are kept strictly inside by damping.

@@ -32,6 +32,7 @@ from . import (
     frequentist,
     summarize,
 )
+from .categorical import categorical_arbitrage
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class CheckScores:
             }
             if metric != "frequentist":
                 entry["arbitrage_prices"] = dict(
-                    zip(self.check.field_names, self.arbitrage.prices[i].tolist(), strict=True)
+                    zip(self.check.columns, self.arbitrage.prices[i].tolist(), strict=True)
                 )
                 entry["gap"] = float(self.arbitrage.gap[i])
                 entry["epsilon"] = self.params.epsilon
@@ -126,14 +127,20 @@ def score_forecasts(
     weights: np.ndarray | None = None,
     params: ScoreParams | None = None,
 ) -> CheckScores:
-    """Score an ``(N, n_fields)`` array of probabilities, columns in the check's field order."""
+    """Score an ``(N, n_columns)`` array of probabilities, columns in the check's :attr:`~Check.columns` order (one
+    per yes/no field; one per outcome of a categorical field, see :func:`consistency.metrics.rows.forecast_rows`)."""
     check = get_check(check)
     params = params or ScoreParams()
     probs = np.asarray(probs, dtype=float)
     if probs.ndim == 1:
         probs = probs[None, :]
-    arb = arbitrage(probs, check.worlds, weights, epsilon=params.epsilon)
-    freq = frequentist(probs, check.constraints, check.field_names, beta=params.beta)
+    if check.categorical:
+        arb = categorical_arbitrage(check, probs, weights, epsilon=params.epsilon)
+        groups = {name: check.column_slices[name] for name in check.categorical}
+        freq = frequentist(probs, check.constraints, check.columns, beta=params.beta, groups=groups)
+    else:
+        arb = arbitrage(probs, check.worlds, weights, epsilon=params.epsilon)
+        freq = frequentist(probs, check.constraints, check.field_names, beta=params.beta)
     return CheckScores(check, probs, arb, freq, params)
 
 
