@@ -150,6 +150,8 @@ def test_mc_binary_and_numeric_paraphrase_by_hand():
     ks = (np.abs(cp - cq) / np.sqrt(cp * (1 - cp) + cq * (1 - cq) + eps)).max()
     assert scores.frequentist[0] == pytest.approx(ks, abs=1e-15)
     assert ks == pytest.approx(0.5 / math.sqrt(0.25 + eps))
+    assert scores.largest_cdf_gap[0] == pytest.approx(0.5)  # the plain KS distance, reported beside V
+    assert scores.violation_data(0)["default"]["largest_cdf_gap"] == pytest.approx(0.5)
 
 
 def test_cdf_thresholds_by_hand():

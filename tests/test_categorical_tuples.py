@@ -5,6 +5,7 @@ columns and resolutions to its outcomes."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 
 import numpy as np
@@ -15,7 +16,7 @@ from consistency.generate import TemplateInstantiator
 from consistency.generate.categorical import NeedsWording, categorical_tuple, choose_thresholds, fits
 from consistency.generate.llm import InstantiationError, LLMInstantiator
 from consistency.llm import LLM, LLMSettings
-from consistency.metrics.forecast_files import ScoreParams, score_forecasts
+from consistency.metrics.forecast_files import ScoreParams, score_file, score_forecasts
 from consistency.models import ChoiceForecast, ForecastEntry, ForecastingQuestion, NumericForecast, tuple_model
 from consistency.outcomes import TupleShapeError, forecast_row, tuple_outcomes
 from consistency.testing import Reply, ScriptedServer, schema_rule
@@ -202,3 +203,23 @@ def test_a_model_that_repeats_the_title_is_refused():
         asyncio.run(_paraphrase(srv.model_spec(), source))
     with ScriptedServer(_wording("short")) as srv, pytest.raises(InstantiationError):
         asyncio.run(_paraphrase(srv.model_spec(), source))
+
+
+def test_forecast_files_of_the_new_checks_are_scored(tmp_path):
+    """`cc score`'s file path: forecasts in the check's columns, a line that does not fit named, not a crash."""
+    tup = _questions(MC_BINARY, categorical_tuple(MC_BINARY, mc("Red"), options=["Red"]))
+    good = {
+        "line": {
+            "X": {"question": tup["X"].model_dump(mode="json"), "forecast": {"probs": [0.5, 0.3, 0.1, 0.1]}},
+            "P": {"question": tup["P"].model_dump(mode="json"), "forecast": {"prob": 0.7}},
+        }
+    }
+    bad = json.loads(json.dumps(good))
+    bad["line"]["P"]["question"]["metadata"] = {}
+    path = tmp_path / "McBinaryChecker.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in (good, bad, good)) + "\n", encoding="utf-8")
+    scored = score_file(path)
+    assert scored.line_numbers == [1, 3] and [(e.line, e.field) for e in scored.errors] == [(2, "line")]
+    assert "no metadata.outcome_event" in scored.errors[0].message
+    expected = -2 * math.log(math.sqrt(0.5 * 0.7) + math.sqrt(0.5 * 0.3))
+    assert scored.scores.arbitrage.violation == pytest.approx([expected, expected])

@@ -3,6 +3,7 @@ tuples; :mod:`.forecast_files` applies them to forecast files and runs (``cc sco
 lens is :mod:`consistency.accuracy`."""
 
 from .arbitrage import DEFAULT_EPSILON, ArbitrageResult, arbitrage, clip_forecasts
+from .categorical import categorical_arbitrage
 from .frequentist import FrequentistParams, frequentist
 from .stats import MetricStats, bootstrap_mean_ci, summarize
 
@@ -17,6 +18,7 @@ __all__ = [
     "MetricStats",
     "arbitrage",
     "bootstrap_mean_ci",
+    "categorical_arbitrage",
     "clip_forecasts",
     "frequentist",
     "summarize",

@@ -36,6 +36,8 @@ def determined_arbitrage(
     """
     k = A.shape[0]
     N = pX.shape[1]
+    if np.all(wX == 1.0) and np.all(wj == 1.0):  # unweighted: no divisions in the hot loop
+        wX, wj = None, None  # type: ignore[assignment]
     logp = np.log(pX)
     lognot = np.log1p(-f)
     logitf = np.log(f) - lognot
@@ -55,14 +57,18 @@ def determined_arbitrage(
         # Done when the coherent prices s = A λ meet the yes/no prices σ to 1e-13 (then every world's profit at
         # the reported coherent prices is Ψ within rounding), or when no ascent is left at rounding level.
         done = (np.abs(grad).max(axis=0) <= 1e-13) | ~(decrement > 1e-30 * (1.0 + np.abs(psi)))
-        if done.any():
+        if done.all():
+            mu_out[:, idx], psi_out[idx] = mu, psi
+            break
+        if 4 * done.sum() >= len(idx):  # a quarter done: drop them (gathering the rest costs a step's work)
             mu_out[:, idx[done]], psi_out[idx[done]] = mu[:, done], psi[done]
             keep = ~done
-            if not keep.any():
-                break
             idx, mu, step, decrement = idx[keep], mu[:, keep], step[:, keep], decrement[keep]
-            data = tuple(a[..., keep] for a in data)
+            data = tuple(None if a is None else a[..., keep] for a in data)
             psi, lam, s, sigma = (a[..., keep] for a in state)
+        elif done.any():  # the few done ones stay where they are
+            step[:, done] = 0.0
+            decrement[done] = 0.0
         # Backtracking: full Newton steps almost always; halve where Ψ would not rise enough.
         alpha = np.ones(len(idx))
         new = list(_evaluate(A, *data, mu + step))
@@ -72,7 +78,8 @@ def determined_arbitrage(
                 break
             alpha[bad] *= 0.5
             rows = np.flatnonzero(bad)
-            trial = _evaluate(A, *(a[..., rows] for a in data), mu[:, rows] + alpha[rows] * step[:, rows])
+            part = (None if a is None else a[..., rows] for a in data)
+            trial = _evaluate(A, *part, mu[:, rows] + alpha[rows] * step[:, rows])
             for full, part in zip(new, trial, strict=True):
                 full[..., rows] = part
         else:  # no ascent left above rounding: these tuples stay where they are
@@ -86,7 +93,7 @@ def determined_arbitrage(
     with np.errstate(divide="ignore", invalid="ignore"):
         kl_x = _sum(np.where(lam > 0, lam * (np.log(lam) - logp), 0.0))
         kl_j = s * (np.log(s) - np.log(f)) + (1.0 - s) * (np.log1p(-s) - lognot)
-    upper = wX * kl_x + _sum(wj * kl_j)
+    upper = kl_x + _sum(kl_j) if wX is None else wX * kl_x + _sum(wj * kl_j)
     return psi_out, lam, s, np.maximum(upper - psi_out, 0.0), iterations
 
 
@@ -98,16 +105,23 @@ def _sum(a: np.ndarray) -> np.ndarray:
 
 
 def _evaluate(A, logp, lognot, logitf, wX, wj, mu):
-    """Ψ(μ), λ(μ), s = A λ and the yes/no prices σ(μ)."""
-    e = logp - (A.T @ mu) / wX
+    """Ψ(μ), λ(μ), s = A λ and the yes/no prices σ(μ) (weights None: all 1)."""
+    e = A.T @ mu
+    if wX is not None:
+        e /= wX
+    np.subtract(logp, e, out=e)
     top = e.max(axis=0)
-    z = np.exp(e - top)
-    total = _sum(z)
-    lam = z / total
-    x = logitf + mu / wj
-    softplus = np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
-    psi = -wX * (top + np.log(total)) - _sum(wj * (lognot + softplus))
-    sigma = 0.5 * (1.0 + np.tanh(0.5 * x))
+    e -= top
+    lam = np.exp(e, out=e)
+    total = _sum(lam)
+    lam /= total
+    x = logitf + (mu if wj is None else mu / wj)
+    ex = np.exp(np.minimum(x, 40.0))
+    softplus = np.where(x > 40.0, x, np.log1p(ex))  # log(1 + e^x)
+    sigma = ex / (1.0 + ex)
+    terms = lognot + softplus
+    lse = top + np.log(total)
+    psi = -(lse if wX is None else wX * lse) - _sum(terms if wj is None else wj * terms)
     return psi, lam, A @ lam, sigma
 
 
@@ -116,9 +130,12 @@ def _hessian(both, pairs, k, lam, s, sigma, wX, wj):
     joint = both @ lam
     H = [[None] * k for _ in range(k)]
     for row, (j, m) in enumerate(pairs):
-        value = (joint[row] - s[j] * s[m]) / wX
+        value = joint[row] - s[j] * s[m]
+        if wX is not None:
+            value = value / wX
         if j == m:
-            value = value + sigma[j] * (1.0 - sigma[j]) / wj[j]
+            spread = sigma[j] * (1.0 - sigma[j])
+            value = value + (spread if wj is None else spread / wj[j])
         H[j][m] = H[m][j] = value
     return H
 

@@ -19,9 +19,11 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import __version__
 from ..checks import Check, all_checks, get_check
+from ..checks.condition import SameDistribution
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LFS_MESSAGE, LineError, atomic_write, dump_line, iter_json_lines, write_json
 from ..models import ForecastLine
+from ..outcomes import TupleShapeError, forecast_row
 from . import (
     ARBITRAGE_THRESHOLD,
     DEFAULT_EPSILON,
@@ -83,8 +85,19 @@ class CheckScores:
             "frequentist": self.frequentist,
         }[metric]
 
+    @cached_property
+    def largest_cdf_gap(self) -> np.ndarray | None:
+        """For checks that compare two numeric distributions (NUMERIC_PARAPHRASE): the largest gap between their
+        CDFs per tuple (the Kolmogorov-Smirnov distance), the plain measure reported beside the arbitrage."""
+        for c in self.check.constraints:
+            if isinstance(c, SameDistribution) and c.ordered:
+                cols = self.check.column_slices
+                return np.abs(c.compare(self.probs[:, cols[c.a]], self.probs[:, cols[c.b]])[0]).max(axis=1)
+        return None
+
     def violation_data(self, i: int) -> dict[str, Any]:
-        """Row ``i`` in the paper's ``violation_data`` layout, plus prices, gap and ε."""
+        """Row ``i`` in the paper's ``violation_data`` layout, plus prices, gap and ε (and the largest CDF gap of
+        two numeric distributions)."""
         out: dict[str, Any] = {}
         for metric in METRICS:
             value = float(self.values(metric)[i])
@@ -102,6 +115,8 @@ class CheckScores:
                 )
                 entry["gap"] = float(self.arbitrage.gap[i])
                 entry["epsilon"] = self.params.epsilon
+            if metric == "default" and self.largest_cdf_gap is not None:
+                entry["largest_cdf_gap"] = float(self.largest_cdf_gap[i])
             out[metric] = entry
         return out
 
@@ -366,9 +381,16 @@ def score_file(path: str | Path, params: ScoreParams | None = None, check: str |
             errors.extend(item)
             continue
         assert isinstance(item, ForecastLine)
-        rows.append([item.line[name].forecast.prob for name in chk.field_names])
+        if chk.categorical:  # multiple-choice / numeric fields: their distributions as the check's columns
+            try:
+                rows.append(list(forecast_row(chk, item.line)))
+            except TupleShapeError as exc:
+                errors.append(LineError(str(path), number, "line", str(exc)))
+                continue
+        else:
+            rows.append([item.line[name].forecast.prob for name in chk.field_names])
         numbers.append(number)
-    probs = np.array(rows, dtype=float).reshape(len(rows), chk.n_fields)
+    probs = np.array(rows, dtype=float).reshape(len(rows), chk.n_columns)
     if errors:
         log.warning("%s: %d line(s) could not be scored", path, len({e.line for e in errors}))
     return ScoredFile(Path(path), chk, numbers, errors, score_forecasts(chk, probs, params=params), n_lines)

@@ -11,7 +11,8 @@ A categorical field's forecast is one draw of multinomial noise: Var(Σ_o d_o F_
 which for a yes/no field (columns F and 1 - F, gradient only on F) is the binomial d² F (1 - F) above. Two
 categorical fields said to have the same distribution (NUMERIC_PARAPHRASE) are compared point by point, as CDFs
 when their outcomes are ordered: |C_X - C_Y| / sqrt(C_X (1 - C_X) + C_Y (1 - C_Y) + β) at each point, the largest
-counting (a weighted Kolmogorov-Smirnov statistic).
+counting (a weighted Kolmogorov-Smirnov statistic). The threshold γσ is one test's: the largest of many z-scores
+(three thresholds, 201 CDF points) passes it by chance more often, so the flag is anti-conservative there.
 """
 
 from __future__ import annotations
