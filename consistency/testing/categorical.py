@@ -16,8 +16,9 @@ The scripted rules answer from these (:func:`categorical_reply`, used by :func:`
 The numeric world's CDF is what :meth:`~consistency.models.NumericForecast.from_percentiles` makes of its
 quantiles at the levels the forecasters ask for, so a forecaster that passes the answers on faithfully is exactly
 coherent: zero violation on PARTITION, MC_BINARY, CDF_THRESHOLDS and NUMERIC_PARAPHRASE. :class:`Distortion`
-makes incoherent worlds from it, valid (yes/no answers about options that disagree with the distribution, a CDF
-shifted against its thresholds) or not (options summing to 1.2, percentiles out of order).
+makes incoherent worlds from it, valid (yes/no answers about the options summing to 1.2, a CDF shifted against its
+thresholds, a second wording's CDF shifted against the first) or not (a multiple-choice answer summing to 1.2,
+percentiles out of order).
 
 A derived yes/no question names its source by title only: its range (and an exact threshold) come from the
 questions the world was given (tuple or question files), else from the text (``Range: L to U``, taken as a
@@ -61,13 +62,16 @@ class Distortion:
     """How a world's answers depart from it (all neutral by default: a coherent world).
 
     ``option_scale`` multiplies every stated option probability (1.2: they sum to 1.2, an invalid answer);
-    ``event_odds`` multiplies the odds of every yes/no question about an option or a threshold; ``shift`` moves
-    every stated percentile by this fraction of the range (on its scale) while the threshold questions keep the
-    world's CDF; ``reverse`` states the percentiles from the highest down (out of order, an invalid answer)."""
+    ``option_events`` multiplies the probability (capped at 1) of every yes/no question about options, so that a
+    partition's answers sum to it while the multiple-choice answers stay valid; ``shift`` moves every stated
+    percentile by this fraction of the range (on its scale) while the threshold questions keep the world's CDF,
+    and ``restated_shift`` moves those of a question restating another (``metadata.restates``: a second wording)
+    by this much more; ``reverse`` states the percentiles from the highest down (out of order, an invalid answer)."""
 
     option_scale: float = 1.0
-    event_odds: float = 1.0
+    option_events: float = 1.0
     shift: float = 0.0
+    restated_shift: float = 0.0
     reverse: bool = False
 
 
@@ -123,17 +127,21 @@ class World:
         shape = ForecastingQuestion(title="(world)", question_type=kind, range=r)  # type: ignore[arg-type]
         return np.asarray(NumericForecast.from_percentiles(shape, self.quantiles(kind, r)).cdf)
 
-    def stated_quantiles(self, kind: str, r: NumericRange, wanted: Sequence[float]) -> list[float]:
+    def stated_quantiles(
+        self, kind: str, r: NumericRange, wanted: Sequence[float], restated: bool = False
+    ) -> list[float]:
         """What the world states for the percentiles ``wanted`` (levels in (0, 1)): its quantiles (read off its
-        CDF for other levels than its own), then the distortion's shift and order."""
+        CDF for other levels than its own), then the distortion's shift (``restated``: a second wording's) and
+        order."""
         own = self.quantiles(kind, r)
         if all(p in own for p in wanted):
             values = np.array([own[p] for p in wanted])
         else:
             t = np.interp(np.asarray(wanted), self.cdf(kind, r), dist.locations())
             values = r.value(t)
-        if self.distortion.shift:
-            values = r.value(r.location(values) + self.distortion.shift)
+        shift = self.distortion.shift + (self.distortion.restated_shift if restated else 0.0)
+        if shift:
+            values = r.value(r.location(values) + shift)
         out = [float(v) for v in values]
         return out[::-1] if self.distortion.reverse else out
 
@@ -147,15 +155,13 @@ class World:
         source = self.by_id.get(event["question_id"]) if event else None
         if event and source is not None:
             if event.get("options") is not None:
-                p = self._options_event(source.title, source.options or [], event["options"])
-            else:
-                p = self._above(source, float(event["above"]))
-        else:
-            p = self._parsed_event(title, text)
-        if p is None:
-            return None
-        f = self.distortion.event_odds
-        return p if f == 1.0 else f * p / (f * p + 1.0 - p)
+                return self._scaled(self._options_event(source.title, source.options or [], event["options"]))
+            return self._above(source, float(event["above"]))
+        return self._parsed_event(title, text)
+
+    def _scaled(self, p: float) -> float:
+        """An option event's probability as the world states it (:attr:`Distortion.option_events`)."""
+        return min(1.0, p * self.distortion.option_events)
 
     def _options_event(self, title: str, options: Sequence[str], chosen: Iterable[str]) -> float:
         probs = dict(zip(options, self.choice(title, options), strict=True))
@@ -179,7 +185,7 @@ class World:
             chosen = parts[1:]
             if not options or not chosen or any(o not in options for o in chosen):
                 return None
-            return self._options_event(source_title, options, chosen)
+            return self._scaled(self._options_event(source_title, options, chosen))
         found = re.match(r"^Will the answer to \u00a70 be (greater|later) than (.+)\?$", skeleton)
         if found is None:
             return None
@@ -207,7 +213,9 @@ class World:
         if found is None:
             return None
         kind, r = found
-        return kind, self.stated_quantiles(kind, r, wanted)
+        known = self.by_title.get(asked_title(text))
+        restated = known is not None and "restates" in (known.metadata or {})
+        return kind, self.stated_quantiles(kind, r, wanted, restated)
 
     def letter_chances(self, text: str) -> dict[str, float] | None:
         """A first-token distribution over the letters of the options a prompt lists (``A. Red``...): each letter

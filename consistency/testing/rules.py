@@ -444,13 +444,15 @@ def invalid_rule(questions: Iterable[ForecastingQuestion] | None = None) -> Rule
 
 
 #: How far :func:`incoherent_rule` departs from its world.
-INCOHERENT = Distortion(event_odds=1.5, shift=0.1)
+INCOHERENT = Distortion(option_events=1.2, shift=0.1, restated_shift=-0.05)
 
 
 def incoherent_rule(questions: Iterable[ForecastingQuestion] | None = None) -> Rule:
-    """Valid answers that disagree with each other by known amounts (:data:`INCOHERENT`): every yes/no question
-    about an option or a threshold has 1.5 times the world's odds, and every numeric distribution is the world's
-    moved up by a tenth of its range, while multiple-choice distributions and the other answers are coherent."""
+    """Valid answers that disagree with each other by known amounts (:data:`INCOHERENT`): the yes/no questions
+    about a multiple-choice question's options get 1.2 times the world's probability (a partition's answers sum to
+    1.2), every numeric distribution is the world's moved up by a tenth of its range (against the threshold
+    questions, which keep the world's CDF) and a second wording's by a twentieth, while the multiple-choice
+    distributions and the other answers are coherent."""
     return world_rule(World(questions, INCOHERENT))
 
 
