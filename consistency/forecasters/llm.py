@@ -112,6 +112,32 @@ def answer_model(question: ForecastingQuestion, lead: str | None, name: str) -> 
     return percentile_answer(question, lead, f"Percentile{name}")
 
 
+def basic_request(
+    question: ForecastingQuestion, reasoning: bool = True
+) -> tuple[list[dict[str, str]], type[BaseModel]]:
+    """The basic forecaster's messages and answer schema for ``question`` (the inspect solver sends the same).
+
+    A multiple-choice question is asked for a probability per option, a numeric or date one for percentiles
+    (:mod:`.answers`); without ``reasoning`` the same system prompt, a shorter request and no justification."""
+    kind = prompt_kind(question)
+    if kind:
+        lead = "reasoning" if reasoning else None
+        user = f"forecast_{kind}_user" if reasoning else f"forecast_{kind}_brief_user"
+        return forecast_messages(question, f"forecast_{kind}_system", user), answer_model(question, lead, "Answer")
+    if not reasoning:
+        return forecast_messages(question, "forecast_brief_system", "forecast_brief_user"), ProbabilityAnswer
+    return forecast_messages(question), ForecastAnswer
+
+
+def basic_forecast(question: ForecastingQuestion, answer: BaseModel) -> AnyForecast:
+    """The forecast a :func:`basic_request` answer stands for (its justification, if any, in the metadata)."""
+    if isinstance(answer, ProbabilityAnswer):
+        return Forecast(prob=answer.prob)
+    if isinstance(answer, ForecastAnswer):
+        return Forecast(prob=answer.prob, metadata={"reasoning": answer.reasoning})
+    return answer_forecast(question, answer, "reasoning" if "reasoning" in type(answer).model_fields else None)
+
+
 class LLMForecaster(Forecaster):
     """Base for forecasters that call models; ``self.llm`` is the run's shared client."""
 
@@ -156,27 +182,14 @@ class BasicForecaster(LLMForecaster):
         self.reasoning = parse_model_spec(model).provider != "local" if reasoning is None else bool(reasoning)
 
     def request(self, question: ForecastingQuestion) -> tuple[list[dict[str, str]], type[BaseModel]]:
-        """The messages and answer schema this forecaster sends for ``question`` (``cc ask`` sends the same).
-
-        A multiple-choice question is asked for a probability per option, a numeric or date one for percentiles
-        (:mod:`.answers`); without ``reasoning`` the same system prompt, a shorter request and no justification."""
-        kind = prompt_kind(question)
-        if kind:
-            lead = "reasoning" if self.reasoning else None
-            user = f"forecast_{kind}_user" if self.reasoning else f"forecast_{kind}_brief_user"
-            return forecast_messages(question, f"forecast_{kind}_system", user), answer_model(question, lead, "Answer")
-        if not self.reasoning:
-            return forecast_messages(question, "forecast_brief_system", "forecast_brief_user"), ProbabilityAnswer
-        return forecast_messages(question), ForecastAnswer
+        """The messages and answer schema this forecaster sends for ``question`` (``cc ask`` sends the same)."""
+        return basic_request(question, self.reasoning)
 
     async def forecast(self, question: ForecastingQuestion) -> AnyForecast:
         messages, schema = self.request(question)
-        answer = self._value(await self._client().structured(self.model, messages, schema, **self.params))
-        if schema is ProbabilityAnswer:
-            return Forecast(prob=answer.prob)
-        if schema is ForecastAnswer:
-            return Forecast(prob=answer.prob, metadata={"reasoning": answer.reasoning})
-        return answer_forecast(question, answer, "reasoning" if self.reasoning else None)
+        return basic_forecast(
+            question, self._value(await self._client().structured(self.model, messages, schema, **self.params))
+        )
 
 
 class CoTForecaster(LLMForecaster):
