@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -252,4 +253,73 @@ def tuple_outcomes(check: Check, questions: Mapping[str, ForecastingQuestion]) -
                 bool(OutcomeEvent(question_id=question.id, above=t).resolution(question))
                 for t in thresholds(check, name, questions)
             )
+    return out
+
+
+# ------------------------------------------------------------------------------------------ columns → forecasts
+def column_labels(check: Check, field: str, questions: Mapping[str, ForecastingQuestion]) -> list[str]:
+    """What each column of a categorical field stands for: its options, its bin between thresholds, or its grid
+    cell (a column is a value of its own in a joint repair, named by its question and this label)."""
+    layout = _layout(check, field)
+    if layout == "options":
+        options = questions[field].options or []
+        return [" or ".join(options[i] for i in g) for g in option_groups(check, field, questions)]
+    if layout == "grid":
+        return [f"bin {j}" for j in range(dist.BINS)]
+    t = [f"{v:g}" for v in thresholds(check, field, questions)]
+    return [f"<= {t[0]}", *(f"{a} to {b}" for a, b in pairwise(t)), f"> {t[-1]}"]
+
+
+def forecast_with_columns(
+    check: Check, field: str, entries: Mapping[str, ForecastEntry], values: np.ndarray
+) -> AnyForecast:
+    """``field``'s forecast moved to the column masses ``values`` (a repair's), the rest of its shape kept: each
+    option group rescaled (a group with no mass shared evenly), a CDF rescaled between the thresholds (linear in
+    the scale where a bin had no mass) so that it passes through the new masses at the thresholds."""
+    questions = {name: e.question for name, e in entries.items()}
+    forecast, question = entries[field].forecast, questions[field]
+    values = np.clip(np.asarray(values, dtype=float), 0.0, 1.0)
+    layout = _layout(check, field)
+    if layout == "options":
+        assert isinstance(forecast, ChoiceForecast)
+        old = np.asarray(forecast.probs, dtype=float)
+        new = np.zeros_like(old)
+        for g, mass in zip(option_groups(check, field, questions), values / values.sum(), strict=True):
+            had = old[g].sum()
+            new[g] = old[g] * (mass / had) if had > 0 else mass / len(g)
+        return ChoiceForecast(probs=(new / new.sum()).tolist(), metadata=forecast.metadata)
+    assert isinstance(forecast, NumericForecast) and question.range is not None
+    if layout == "grid":
+        cdf = np.cumsum(values / values.sum())[:-1]
+    else:
+        cdf = _rescaled_cdf(
+            np.asarray(forecast.cdf), question.range.location(thresholds(check, field, questions)), values
+        )
+    cdf = np.clip(np.maximum.accumulate(cdf), 0.0, 1.0)
+    return NumericForecast(cdf=cdf.tolist(), metadata=forecast.metadata)
+
+
+def _rescaled_cdf(cdf: np.ndarray, s: np.ndarray, masses: np.ndarray) -> np.ndarray:
+    """The CDF ``cdf`` mapped, between the threshold locations ``s``, onto the bin ``masses``."""
+    x = np.linspace(0.0, 1.0, dist.GRID_POINTS)
+    a = np.concatenate([[0.0], dist.cdf_at(cdf, s), [1.0]])  # old cumulative mass at 0, s_1 … s_k, 1
+    b = np.concatenate([[0.0], np.cumsum(masses / masses.sum())[:-1], [1.0]])
+    edges = np.concatenate([[0.0], s, [1.0]])
+    seg = np.searchsorted(s, x, side="right")  # thresholds at or below each grid point
+    had, now = a[seg + 1] - a[seg], b[seg + 1] - b[seg]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = b[seg] + (cdf - a[seg]) * now / had
+        even = b[seg] + now * (x - edges[seg]) / (edges[seg + 1] - edges[seg])
+    out = np.where(had > 0, scaled, even)
+    # The grid is linear between its points: the two points around each threshold are set so that the line
+    # between them passes through the new cumulative mass there (within the old values' span: still monotone).
+    cells = dist.GRID_POINTS - 1
+    for t, target in zip(s, b[1:-1], strict=True):
+        lo = min(int(np.floor(t * cells)), cells - 1)
+        f = t * cells - lo
+        if f == 0.0:
+            out[lo] = target
+            continue
+        d = min((target - out[lo]) / f, (out[lo + 1] - target) / (1.0 - f))
+        out[lo], out[lo + 1] = target - f * d, target + (1.0 - f) * d
     return out

@@ -375,3 +375,26 @@ def test_brier_repair_is_the_projection():
         repaired[:, :202] == pytest.approx((F[:, :202] + F[:, 202:]) / 2)
         and (repaired[:, 202:] == repaired[:, :202]).all()
     )
+
+
+def test_joint_brier_repair_shares_columns_with_yes_no_questions():
+    """MC_BINARY's P is also PARTITION3's first question: the joint repair is the projection onto both tuples'
+    constraints (X[0] = P, X[0] + X[1] = 1, P_1 + P_2 + P_3 = 1; all in the interior here), by least squares."""
+    from consistency.repair import repair_graph, repair_tuples
+
+    p = np.array([0.5, 0.5, 0.7, 0.2, 0.3])  # X[0], X[1], P (= P_1), P_2, P_3
+    blocks = [(MC_BINARY, np.array([[0, 1, 2]])), (get_check("PARTITION3"), np.array([[2, 3, 4]]))]
+    result = repair_graph(blocks, p)
+    A = np.array([[1.0, 0, -1, 0, 0], [1, 1, 0, 0, 0], [0, 0, 1, 1, 1]])
+    b = np.array([0.0, 1, 1])
+    hand = p - A.T @ np.linalg.solve(A @ A.T, A @ p - b)
+    assert result.repaired == pytest.approx(hand, abs=1e-9) and result.moved == pytest.approx(((p - hand) ** 2).sum())
+    assert result.guaranteed == pytest.approx(result.moved)
+    # Per tuple, repair_tuples hands categorical checks to the categorical repair.
+    one = repair_tuples(MC_BINARY, p[None, :3])
+    assert one.repaired == pytest.approx(repair_categorical(MC_BINARY, p[None, :3]).repaired)
+    assert one.repaired[0] == pytest.approx([(2 * 0.5 + 0.7) / 3, 1 - (2 * 0.5 + 0.7) / 3, (2 * 0.5 + 0.7) / 3])
+    with pytest.raises(ValueError, match="joint log repair is not supported for checks with multiple-choice"):
+        repair_graph(blocks, p, "log")
+    with pytest.raises(ValueError, match="NUMERIC_PARAPHRASE has more"):
+        repair_graph([(NUMERIC_PARAPHRASE, np.arange(404)[None])], np.full(404, 1 / 202))

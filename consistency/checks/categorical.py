@@ -114,5 +114,27 @@ def family_from_name(name: str) -> Check | None:
     return None
 
 
+@cache
+def columns_check(check: Check) -> Check:
+    """``check`` with each categorical field written as its outcomes' yes/no fields ``X_0`` … ``X_{m-1}``.
+
+    Its fields are ``check``'s forecast columns and its worlds ``check``'s expanded worlds: the form a joint
+    repair needs, where every column is a value of its own (a multi-class Brier score is the sum of its columns'
+    Brier scores). A check with no categorical field is returned as it is."""
+    if not check.categorical:
+        return check
+    fields: dict[str, str] = {}
+    for name, text in check.fields.items():
+        m = check.categorical.get(name)
+        if m is None:
+            fields[name] = text
+            continue
+        base = check.formulas[name].name  # type: ignore[attr-defined]
+        fields.update({f"{name}_{o}": f"{base} == {o}" for o in range(m)})
+    return Check(
+        check.name, fields, class_name=check.class_name, outcomes=check.outcomes, description=check.description
+    )
+
+
 #: The categorical checks declared at import (longer PARTITIONs and CDF_THRESHOLDS come by name).
 CATEGORICAL_CHECKS = (MC_BINARY, CDF_THRESHOLDS, NUMERIC_PARAPHRASE)

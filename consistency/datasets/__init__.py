@@ -19,3 +19,11 @@ def tables_dir() -> Path:
 def benchmark_dir() -> Path:
     """``benchmark/``: ``questions.jsonl`` (72 base questions) and ``tuples/<Checker>.jsonl``."""
     return Path(str(files(__package__).joinpath("benchmark")))
+
+
+def typed_benchmark_dir() -> Path:
+    """``typed/``: ``questions.jsonl`` (8 multiple-choice, 8 numeric and 2 date questions, each with its
+    ``metadata.provenance``) and ``tuples/<Checker>.jsonl`` of PARTITION<k>, MC_BINARY, CDF_THRESHOLDS and
+    NUMERIC_PARAPHRASE, and ``forecasts/<Checker>.jsonl``: a synthetic forecaster's incoherent answers to them, for
+    examples (``python -m consistency.datasets.make_typed`` writes both)."""
+    return Path(str(files(__package__).joinpath("typed")))

@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..checks import get_check
+from ..checks import Check, get_check
 from ..errors import InputError
 from ..jsonl import LineError, iter_json_lines
+from ..models import ForecastEntry
+from ..outcomes import forecast_row
 from ..store.layout import GROUND_TRUTH
 from ..store.meta import RunMeta, optional_run_meta
 from .forecast_files import METRICS, ScoreParams, is_checker_file, score_forecasts
@@ -263,6 +265,9 @@ def _match(ids_a: list[str], ids_b: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(ia, dtype=np.int64), np.asarray(ib, dtype=np.int64)
 
 
+_SHOWN_COLUMNS = 12  # forecast columns of one tuple listed among the tuples that changed most
+
+
 def _most_changed(ra: RunScores, rb: RunScores, pairs: dict[str, Any], top: int) -> list[Changed]:
     if top <= 0 or not pairs:
         return []
@@ -282,13 +287,18 @@ def _most_changed(ra: RunScores, rb: RunScores, pairs: dict[str, Any], top: int)
         i, j = int(idx_a[within[k]]), int(idx_b[within[k]])
         ia, ib = ra.groups[name], rb.groups[name]
         score_a, score_b = float(sa[within[k]]), float(sb[within[k]])
-        out.append(Changed(name, ia.ids[i], score_a, score_b, ia.fields, ia.titles[i], ia.probs[i], ib.probs[j]))
+        fields, titles, pa, pb = ia.fields, ia.titles[i], ia.probs[i], ib.probs[j]
+        if len(fields) > _SHOWN_COLUMNS:  # a numeric grid (NUMERIC_PARAPHRASE): the columns that moved most
+            keep = np.sort(np.argsort(-np.abs(np.subtract(pb, pa)), kind="stable")[:_SHOWN_COLUMNS])
+            fields, titles = tuple(fields[c] for c in keep), [titles[c] for c in keep]
+            pa, pb = [pa[c] for c in keep], [pb[c] for c in keep]
+        out.append(Changed(name, ia.ids[i], score_a, score_b, fields, titles, pa, pb))
     return out
 
 
 def _checker_file(path: Path, metric: str, params: ScoreParams) -> tuple[Items, list[LineError]]:
     check = get_check(path.stem)
-    fields = tuple(check.field_names)
+    fields = tuple(check.columns)  # a categorical field has one column per outcome
     ids, scores, probs, titles, bad = [], [], [], [], []
     unscored = []
     for number, obj in iter_json_lines(path):
@@ -296,11 +306,10 @@ def _checker_file(path: Path, metric: str, params: ScoreParams) -> tuple[Items, 
             bad.append(obj)
             continue
         try:
-            entries = [obj["line"][f] for f in fields]
+            entries = [obj["line"][f] for f in check.field_names]
             row_ids = [str(e["question"]["id"]) for e in entries]
-            row_probs = [float(e["forecast"]["prob"]) for e in entries]
-            row_titles = [str(e["question"].get("title", "")) for e in entries]
-        except (KeyError, TypeError, ValueError) as exc:
+            row_probs, row_titles = _columns(check, obj["line"])
+        except (KeyError, TypeError, ValueError) as exc:  # TupleShapeError and pydantic's errors are ValueErrors
             bad.append(LineError(str(path), number, "line", f"not a scored tuple ({type(exc).__name__}: {exc})"))
             continue
         violation = ((obj.get("violation_data") or {}).get(metric) or {}).get("violation")
@@ -316,6 +325,17 @@ def _checker_file(path: Path, metric: str, params: ScoreParams) -> tuple[Items, 
         rows = np.asarray([probs[i] for i in unscored], dtype=float).reshape(len(unscored), len(fields))
         score[unscored] = score_forecasts(check, rows, params=params).values(metric)
     return Items(ids, score, probs, titles, fields), bad
+
+
+def _columns(check: Check, line: dict[str, Any]) -> tuple[list[float], list[str]]:
+    """A line's forecasts in the check's columns and the title behind each column."""
+    if not check.categorical:
+        entries = [line[f] for f in check.field_names]
+        return [float(e["forecast"]["prob"]) for e in entries], [str(e["question"].get("title", "")) for e in entries]
+    parsed = {f: ForecastEntry.model_validate(line[f]) for f in check.field_names}
+    row = forecast_row(check, parsed)
+    titles = [parsed[f].question.title for f in check.field_names for _ in range(check.categorical.get(f, 1))]
+    return [float(v) for v in row], titles
 
 
 def _ground_truth(path: Path) -> tuple[Items, list[LineError]]:

@@ -18,8 +18,8 @@ import numpy as np
 
 from ..checks import Check
 from ..metrics.categorical import CategoricalPlan, categorical_arbitrage, validate_columns
+from .common import Score, TupleRepair, check_score
 from .polytope import FixedHull
-from .tuples import Score, TupleRepair, check_score
 
 #: Worlds up to which the projection enumerates the hull's faces.
 MAX_HULL_WORLDS = 12

@@ -45,10 +45,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checks.categorical import columns_check
 from ..checks.check import NONE, Check
 from ..metrics.arbitrage import clip_forecasts
 from .active_set import solve_newton
 from .augmented import FEAS_TOL, AugmentedLagrangian, LocalBlock, Solution
+from .categorical import MAX_HULL_WORLDS
 from .conflicts import ConflictingTuples, RepairFailed, find_conflict, world_conflict
 from .qp import Block, System, build, involved_tuples, read_solution, solve_clarabel, solve_kl_clarabel, vertices
 from .tuples import ConditionalPlan, Score, TupleRepair, check_score, guaranteed_improvement, repair_tuples
@@ -100,7 +102,9 @@ def repair_graph(
 ) -> GraphRepair:
     """Repair forecasts ``probs`` (shape ``(M,)``) jointly over ``blocks`` of ``(check, idx)``.
 
-    ``idx`` has shape ``(N_t, n_fields)``: the positions in ``probs`` of each tuple's fields. Raises
+    ``idx`` has shape ``(N_t, n_columns)``: the positions in ``probs`` of each tuple's forecast columns (a
+    categorical field has one per outcome, each a value of its own: :func:`~consistency.checks.categorical.
+    columns_check`; Brier only, as its multi-class score is the sum of its columns'). Raises
     :class:`.conflicts.ConflictingTuples` (carrying an irreducible set of (block, row) pairs) when no
     forecasts satisfy all tuples; with ``skip_conflicts`` such sets are left out, one after another,
     and the rest repaired. :class:`.conflicts.RepairFailed`: the solver failed otherwise.
@@ -110,6 +114,20 @@ def repair_graph(
     p = np.asarray(probs, dtype=float)
     if p.ndim != 1 or not np.all(np.isfinite(p)) or np.any((p < 0) | (p > 1)):
         raise ValueError("probs must be a 1-d array of finite forecasts in [0, 1]")
+    categorical = sorted({c.name for c, idx in blocks if c.categorical and len(idx)})
+    if categorical and score == "log":
+        raise ValueError(
+            f"joint log repair is not supported for checks with multiple-choice or numeric fields "
+            f"({', '.join(categorical)}): repair them tuple by tuple with the log score, or jointly with the "
+            "Brier score"
+        )
+    large = sorted({c.name for c, idx in blocks if c.categorical and len(idx) and len(c.worlds) > MAX_HULL_WORLDS})
+    if large:
+        raise ValueError(
+            f"the joint repair projects onto hulls of at most {MAX_HULL_WORLDS} worlds; {', '.join(large)} "
+            "has more (a numeric grid): repair it tuple by tuple"
+        )
+    blocks = [(columns_check(c), idx) for c, idx in blocks]
     if score == "log":
         conditional_checks = sorted({c.name for c, idx in blocks if len(idx) and (c.worlds == NONE).any()})
         if conditional_checks:

@@ -151,6 +151,6 @@ def contradictory(check: Check, outcome: np.ndarray) -> np.ndarray:
     (a data error, such as the paper's P_or_Q questions that always resolve NO)."""
     known = ~np.isnan(outcome)
     fits = np.zeros(len(outcome), dtype=bool)
-    for world in check.worlds:
+    for world in check.expanded_worlds:  # one column per outcome of a categorical field
         fits |= np.all(~known | (world[None, :] == outcome), axis=1)
     return ~fits

@@ -21,14 +21,18 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..checks.check import NONE
+from ..checks.check import NONE, Check
 from ..jsonl import atomic_write, dump_line, iter_json_lines, write_json
 from ..locking import try_lock
 from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
+from ..models import ForecastEntry
+from ..outcomes import forecast_with_columns
 from ..store.layout import LOCK_FILE, REPAIR_REPORT, RUN_FILE, partial_name
 from ..store.meta import RunMetaError, optional_run_meta
 from ..store.outputs import output_dir
 from . import Score, repair_graph, repair_tuples
+from .categorical import MAX_HULL_WORLDS
+from .common import SCORES
 from .conflicts import ConflictingTuples, summary
 from .report_model import CheckRepair, ConflictTuple, RepairReport, RepairTotal, Sums, contradictory, mean_violation
 from .sources import CheckTuples, ForecastGraph, RepairInputError, read_graph
@@ -36,7 +40,6 @@ from .sources import CheckTuples, ForecastGraph, RepairInputError, read_graph
 log = logging.getLogger(__name__)
 
 REPORT_FILE = REPAIR_REPORT
-SCORES: tuple[Score, ...] = ("brier", "log")
 
 
 class ConflictingForecasts(ConflictingTuples):
@@ -118,6 +121,19 @@ def repair_forecasts(
                 f"a joint log repair covers checks without conditional fields, and these have them: "
                 f"{', '.join(conditional)}; repair with the log score tuple by tuple (--per-tuple), or jointly "
                 "with the Brier score"
+            )
+        categorical = sorted({c.check.name for c in used if c.check.categorical})
+        if score == "log" and categorical:
+            raise RepairInputError(
+                f"a joint log repair covers yes/no checks, and these have multiple-choice or numeric fields: "
+                f"{', '.join(categorical)}; repair with the log score tuple by tuple (--per-tuple), or jointly with "
+                "the Brier score"
+            )
+        large = sorted({c.check.name for c in used if c.check.categorical and len(c.check.worlds) > MAX_HULL_WORLDS})
+        if large:
+            raise RepairInputError(
+                f"a joint repair projects onto hulls of at most {MAX_HULL_WORLDS} worlds and {', '.join(large)} "
+                f"has more (a numeric question's grid); repair tuple by tuple (--per-tuple), or leave its file out"
             )
         try:
             result = repair_graph([(c.check, c.idx) for c in used], start, score, skip_conflicts=skip_conflicts)
@@ -205,7 +221,7 @@ def _describe(
     out = []
     for b, r in tuples:
         c = used[b]
-        questions = {name: graph.titles[q] for name, q in zip(c.check.field_names, c.rows[r], strict=True)}
+        questions = {name: graph.titles[q] for name, q in zip(c.check.columns, c.rows[r], strict=True)}
         out.append(
             ConflictTuple(check=c.check.name, file=str(c.path), line=c.lines[r], questions=questions, conflict=conflict)
         )
@@ -331,7 +347,9 @@ def _write_into(repaired: Repaired, partial: Path) -> None:
                 i = position.get(number)
                 if i is None or not isinstance(obj, dict):
                     continue
-                for j, field in enumerate(c.check.field_names):
+                if c.check.categorical:
+                    _write_distributions(c.check, obj, probs[i], {**method, "source": f"{c.path}:{number}"})
+                for j, field in enumerate(() if c.check.categorical else c.check.field_names):
                     forecast = obj["line"][field]["forecast"]
                     given = forecast.get("metadata")
                     forecast["prob"] = float(probs[i, j])
@@ -349,6 +367,25 @@ def _write_into(repaired: Repaired, partial: Path) -> None:
     write_stats(scored, partial, summary)
     write_json(partial / REPORT_FILE, report.model_dump(mode="json"))
     write_json(partial / RUN_FILE, _run_record(graph, report, forecaster))
+
+
+def _write_distributions(check: Check, obj: dict[str, Any], row: np.ndarray, method: dict[str, Any]) -> None:
+    """A line of a check with categorical fields takes its repaired columns: a yes/no field its prob, a
+    multiple-choice or numeric field its distribution moved to the repaired masses (the original kept)."""
+    entries = {name: ForecastEntry.model_validate(obj["line"][name]) for name in check.field_names}
+    for name in check.field_names:
+        forecast = obj["line"][name]["forecast"]
+        values = row[check.column_slices[name]]
+        if name in check.categorical:
+            new = forecast_with_columns(check, name, entries, values).model_dump(mode="json", exclude={"metadata"})
+        else:
+            new = {"prob": float(values[0])}
+        original = {k: v for k, v in forecast.items() if k != "metadata"}
+        repair = {**{f"original_{k}": v for k, v in original.items()}, **method}
+        obj["line"][name]["forecast"] = {
+            **new,
+            "metadata": {"repair": repair, "original_metadata": forecast.get("metadata")},
+        }
 
 
 def base_name(graph: ForecastGraph) -> str:

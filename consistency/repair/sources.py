@@ -22,6 +22,7 @@ from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
 from ..metrics.forecast_files import NothingToScore, ScoreParams, ScoringError, forecast_files
 from ..models import ForecastingQuestion, ForecastLine, format_datetime
+from ..outcomes import TupleShapeError, column_labels, forecast_row, tuple_outcomes
 from ..store.meta import optional_run_meta
 
 log = logging.getLogger(__name__)
@@ -48,18 +49,18 @@ class CheckTuples:
     check: Check
     path: Path
     lines: list[int] = field(default_factory=list)
-    rows: list[list[int]] = field(default_factory=list)  # question positions, in field order
+    rows: list[list[int]] = field(default_factory=list)  # question positions, in column order
     given: list[list[float]] = field(default_factory=list)  # the forecasts as the file holds them
     errors: list[LineError] = field(default_factory=list)
     n_lines: int = 0
 
     @property
     def idx(self) -> np.ndarray:
-        return np.array(self.rows, dtype=np.intp).reshape(len(self.rows), self.check.n_fields)
+        return np.array(self.rows, dtype=np.intp).reshape(len(self.rows), self.check.n_columns)
 
     @property
     def probs(self) -> np.ndarray:
-        return np.array(self.given, dtype=float).reshape(len(self.given), self.check.n_fields)
+        return np.array(self.given, dtype=float).reshape(len(self.given), self.check.n_columns)
 
 
 @dataclass
@@ -131,20 +132,23 @@ def read_graph(path: str | Path, resolutions: str | Path | None = None) -> Forec
                 tuples.errors.extend(item)
                 continue
             assert isinstance(item, ForecastLine)
+            try:
+                nodes = _nodes(info.check, item.line)
+            except TupleShapeError as exc:
+                tuples.errors.append(LineError(str(file), number, "line", str(exc)))
+                continue
             row, given = [], []
-            for name in info.check.field_names:
-                entry = item.line[name]
-                key = question_identity(entry.question)
+            for key, title, value, resolution in nodes:
                 at = positions.get(key)
                 if at is None:
                     at = positions[key] = len(titles)
-                    titles.append(entry.question.title)
+                    titles.append(title)
                     forecasts.append([])
                     resolved.append(set())
-                forecasts[at].append(entry.forecast.prob)
-                resolved[at].add(entry.question.resolution)
+                forecasts[at].append(value)
+                resolved[at].add(resolution)
                 row.append(at)
-                given.append(entry.forecast.prob)
+                given.append(value)
             tuples.rows.append(row)
             tuples.given.append(given)
             tuples.lines.append(number)
@@ -161,6 +165,33 @@ def read_graph(path: str | Path, resolutions: str | Path | None = None) -> Forec
         raise NothingToRepair(f"{root}: no forecast line could be read, nothing to repair{why}")
     meta = record.to_dict() if record is not None else {}
     return ForecastGraph(root, kept, titles, forecasts, outcomes, conflicting, meta, _forecaster(root, meta))
+
+
+def _nodes(check: Check, line) -> list[tuple[str, str, float, bool | None]]:
+    """One line's values in the check's columns: (identity, title, forecast, resolution) each.
+
+    A categorical field gives one value per column (its outcome as the tuple groups it), identified by its
+    question and what the column stands for, so a joint repair shares a column only with the same event."""
+    if not check.categorical:
+        return [
+            (question_identity(e.question), e.question.title, e.forecast.prob, e.question.resolution)  # type: ignore[union-attr]
+            for e in (line[name] for name in check.field_names)
+        ]
+    questions = {name: e.question for name, e in line.items()}
+    values = forecast_row(check, line)
+    outcome = tuple_outcomes(check, questions)
+    out = []
+    for name in check.field_names:
+        question, where = questions[name], check.column_slices[name]
+        if name not in check.categorical:
+            out.append((question_identity(question), question.title, float(values[where][0]), question.resolution))
+            continue
+        labels = column_labels(check, name, questions)
+        for o, (label, value) in enumerate(zip(labels, values[where], strict=True)):
+            resolution = None if outcome[name] is None else outcome[name] == o
+            key = question_identity(question) + "\x00" + label
+            out.append((key, f"{question.title} [{label}]", float(value), resolution))
+    return out
 
 
 def _outcomes(resolved: list[set[bool | None]]) -> tuple[list[bool | None], int]:

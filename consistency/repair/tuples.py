@@ -31,41 +31,25 @@ up to the log score's clipping at 1e-12 per field.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from ..checks.check import NONE, TRUE, Check
 from ..metrics.arbitrage import arbitrage, clip_forecasts
 from ..metrics.world_plans import plan_for
+from .categorical import repair_categorical
+from .categorical import world_improvements as categorical_improvements
+from .common import Score, TupleRepair, check_score
 from .fixed_point import FacePlan
 from .polytope import FixedHull, project_each
 
 log = logging.getLogger(__name__)
 
-Score = Literal["brier", "log"]
-SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
 PRICE_ULPS = 4  # units in the last place the log repair's prices move toward 1/2 (see toward_half)
 _NEWTON_ITER = 40
 _FD_STEP = 1e-7
 _BLOCK = 131_072  # conditional checks: iterations on the few slow tuples cost per call, not per tuple
-
-
-@dataclass(frozen=True)
-class TupleRepair:
-    """Per-tuple results, one row per tuple.
-
-    ``moved``: Brier, the sum of squared changes; log, the arbitrage profit V. ``guaranteed``: the
-    smallest loss improvement over the check's worlds (on the fields resolving in each), >= 0 for a
-    per-tuple repair. ``iterations``: fixed-point iterations (0 when no field is conditional).
-    """
-
-    repaired: np.ndarray
-    moved: np.ndarray
-    guaranteed: np.ndarray
-    iterations: int
 
 
 def check_probs(check: Check, probs: np.ndarray) -> np.ndarray:
@@ -77,14 +61,13 @@ def check_probs(check: Check, probs: np.ndarray) -> np.ndarray:
     return probs
 
 
-def check_score(score: str) -> None:
-    if score not in SCORES:
-        raise ValueError(f"score must be one of {', '.join(SCORES)}, got {score!r}")
-
-
 def repair_tuples(check: Check, probs: np.ndarray, score: Score = "brier") -> TupleRepair:
-    """Repair each row of ``probs`` (shape ``(N, n_fields)``) on its own; no model calls."""
+    """Repair each row of ``probs`` (shape ``(N, n_columns)``) on its own; no model calls.
+
+    A check with categorical fields goes to :func:`~consistency.repair.categorical.repair_categorical`."""
     check_score(score)
+    if check.categorical:
+        return repair_categorical(check, probs, score)
     probs = check_probs(check, probs)
     if score == "log":
         result = arbitrage(probs, check.worlds)
@@ -120,6 +103,8 @@ def guaranteed_improvement(check: Check, probs: np.ndarray, repaired: np.ndarray
     :func:`consistency.metrics.clip_forecasts` does (both arrays).
     """
     check_score(score)
+    if check.categorical:  # multi-class scores over each categorical field's columns
+        return categorical_improvements(check, probs, repaired, score).min(axis=1)
     return world_improvements(check.worlds, check_probs(check, probs), check_probs(check, repaired), score).min(axis=1)
 
 

@@ -28,8 +28,11 @@ from ..errors import InputError
 from ..jsonl import iter_json_lines, parse_json
 from ..metrics import bootstrap_mean_ci
 from ..metrics.forecast_files import ScoredFile, ScoreParams, forecast_files, is_checker_file, score_path
+from ..models import ForecastEntry
+from ..outcomes import column_labels, forecast_row
 from ..store.layout import ATTACK_FILE, GROUND_TRUTH, GROUND_TRUTH_SUMMARY, RUN_FILE, SUMMARY
 from ..store.meta import optional_run_meta, read_run_meta
+from .distributions import TuplePicture, picture_of
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,7 @@ log = logging.getLogger(__name__)
 METRICS = ("default", "frequentist")
 #: Lists longer than this (failed questions, unscorable lines) are cut on the page, saying so.
 LIST_LIMIT = 100
+_COLUMN_ROWS = 12  # a categorical field with more forecast columns is one row of the worst-tuple table
 
 
 class ReportInputError(InputError):
@@ -61,6 +65,7 @@ class WorstTuple:
     frequentist: float
     passed: bool
     rows: list[FieldRow]
+    picture: TuplePicture | None = None  # a multiple-choice or numeric tuple's distribution and answers
 
 
 @dataclass
@@ -313,6 +318,11 @@ def _failure_text(f: dict[str, Any]) -> str:
 
 
 def _rows(check: Check, line: dict[str, Any], prices: dict[str, float] | list[float] | None) -> list[FieldRow]:
+    if check.categorical:
+        try:
+            return _column_rows(check, line, prices)
+        except (KeyError, TypeError, ValueError):  # a line that does not parse: its fields as they are
+            pass
     rows = []
     for i, name in enumerate(check.field_names):
         entry = line.get(name) or {}
@@ -332,6 +342,32 @@ def _rows(check: Check, line: dict[str, Any], prices: dict[str, float] | list[fl
             )
         )
     return rows
+
+
+def _column_rows(check: Check, line: dict[str, Any], prices: dict[str, float] | list[float] | None) -> list[FieldRow]:
+    """A tuple with multiple-choice or numeric fields, one row per forecast column (a numeric grid's 202 bins
+    summarised in one row: its picture shows them)."""
+    named = dict(zip(check.columns, prices, strict=True)) if isinstance(prices, list) else dict(prices or {})
+    entries = {f: ForecastEntry.model_validate(line[f]) for f in check.field_names}
+    row = forecast_row(check, entries)
+    questions = {f: e.question for f, e in entries.items()}
+    out = []
+    for f in check.field_names:
+        where, title = check.column_slices[f], questions[f].title
+        if f not in check.categorical:
+            out.append(FieldRow(f, check.fields[f], title, float(row[where][0]), named.get(f)))
+        elif check.categorical[f] > _COLUMN_ROWS:
+            out.append(FieldRow(f, f"{check.categorical[f]} bins of a CDF (see the picture)", title, np.nan, None))
+        else:
+            labels = column_labels(check, f, questions)
+            for c, label, value in zip(check.columns[where], labels, row[where], strict=True):
+                out.append(FieldRow(c, f"X is {label}", title, float(value), named.get(c)))
+    return out
+
+
+def _picture(check: Check, line: dict[str, Any], prices: dict[str, float] | list[float] | None) -> TuplePicture | None:
+    named = dict(zip(check.columns, prices, strict=True)) if isinstance(prices, list) else prices
+    return picture_of(check, line, named)
 
 
 def _read_scored_lines(file: Path, check: Check, top: int) -> tuple[dict[str, np.ndarray], list[WorstTuple]]:
@@ -357,6 +393,7 @@ def _read_scored_lines(file: Path, check: Check, top: int) -> tuple[dict[str, np
                 z,
                 bool(data["default"].get("check", True)),
                 _rows(check, obj.get("line") or {}, data["default"].get("arbitrage_prices")),
+                _picture(check, obj.get("line") or {}, data["default"].get("arbitrage_prices")),
             )
             entry = (v, -number, item)
             if len(heap) < top:
@@ -417,11 +454,17 @@ def _scored_file(scored: ScoredFile, top: int) -> CheckResult:
         i = wanted[number]
         prices = scores.arbitrage.prices[i].tolist()
         rows = _rows(scored.check, obj.get("line") or {}, prices)
-        for row, p in zip(rows, scores.probs[i], strict=True):
-            row.prob = float(p)
+        if not scored.check.categorical:
+            for row, p in zip(rows, scores.probs[i], strict=True):
+                row.prob = float(p)
         threshold = scores.params.threshold("default")
         found[number] = WorstTuple(
-            number, float(values[i]), float(scores.frequentist[i]), not values[i] > threshold, rows
+            number,
+            float(values[i]),
+            float(scores.frequentist[i]),
+            not values[i] > threshold,
+            rows,
+            _picture(scored.check, obj.get("line") or {}, prices),
         )
     stats = scored.stats()
     return CheckResult(

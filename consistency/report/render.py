@@ -19,6 +19,8 @@ from . import figures
 from .attack_section import SECTION as ATTACK_SECTION
 from .attack_section import attack_section
 from .compare import Comparison, by_depth
+from .distributions import caption as tuple_caption
+from .distributions import draw as draw_tuple
 from .gather import METRICS, CheckResult, Run, WorstTuple
 
 SECTIONS = (
@@ -209,7 +211,7 @@ class Page:
                 "whatever the questions resolve to.</p>"
             )
             for check in run.checks:
-                out.append(self.worst(check))
+                out.append(self.worst(check, slug))
             out.append("</div>")
         out.append("</section>")
         return "\n".join(out)
@@ -256,21 +258,21 @@ class Page:
         ]
         return table(head, rows, "checks")
 
-    def worst(self, c: CheckResult) -> str:
+    def worst(self, c: CheckResult, slug: str = "run") -> str:
         if not c.worst:
             return (
                 f'<details class="worst" data-check="{esc(c.check.name)}"><summary>{esc(c.check.name)}: '
                 "no tuple with a positive violation</summary></details>"
             )
         condition = "; ".join(c.check.condition_texts)
-        body = "".join(self.tuple_html(c, t) for t in c.worst)
+        body = "".join(self.tuple_html(c, t, slug) for t in c.worst)
         return (
             f'<details class="worst" data-check="{esc(c.check.name)}"><summary>{esc(c.check.name)}: '
             f"{len(c.worst)} worst tuple(s), up to {num(c.worst[0].profit)} nats</summary>"
             f'<p class="note">A coherent forecaster satisfies <code>{esc(condition)}</code>.</p>{body}</details>'
         )
 
-    def tuple_html(self, c: CheckResult, t: WorstTuple) -> str:
+    def tuple_html(self, c: CheckResult, t: WorstTuple, slug: str = "run") -> str:
         verdict = '<span class="pass">passes</span>' if t.passed else '<span class="fail">fails</span>'
         rows = [
             [
@@ -282,9 +284,14 @@ class Page:
             ]
             for r in t.rows
         ]
+        picture = ""
+        if t.picture is not None and t is c.worst[0]:  # the worst tuple of a multiple-choice or numeric check
+            name = f"{slug}_{c.check.class_name}_line{t.line}"
+            picture = figure(self.figs.render(draw_tuple(t.picture), name, esc(tuple_caption(c.check, t.picture))))
         return (
             f'<div class="tuple"><p>Line {t.line}: guaranteed profit <b>{num(t.profit)}</b> nats, '
             f"frequentist {num(t.frequentist, 3)}: {verdict}.</p>"
+            + picture
             + table(["field", "means", "question", "forecast", "coherent price"], rows, "tuple", 3)
             + "</div>"
         )
