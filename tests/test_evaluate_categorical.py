@@ -17,10 +17,11 @@ from typer.testing import CliRunner
 from consistency import distributions as dist
 from consistency.checks import get_check
 from consistency.cli import app
+from consistency.datasets import typed_benchmark_dir
 from consistency.jsonl import iter_json_lines
 from consistency.models import ForecastingQuestion, NumericForecast
 from consistency.testing import ScriptedServer
-from consistency.testing.categorical import World
+from consistency.testing.categorical import World, bundled_questions
 from consistency.testing.rules import INCOHERENT, coherent_rule, incoherent_rule, invalid_rule
 
 runner = CliRunner()
@@ -35,7 +36,9 @@ def isolated(tmp_path, monkeypatch):
 
 
 def evaluate(spec: str, out: str, *args: str):
-    res = runner.invoke(app, ["evaluate", "-t", "tuples", "-f", spec, "-o", out, *args])
+    if "-t" not in args:
+        args = ("-t", "tuples", *args)
+    res = runner.invoke(app, ["evaluate", "-f", spec, "-o", out, *args])
     assert res.exit_code == 0, res.output
     return Path(out)
 
@@ -127,6 +130,65 @@ def stated_cdf(world: World, question: ForecastingQuestion, restated: bool = Fal
     return np.asarray(NumericForecast.from_percentiles(question, dict(zip(levels, values, strict=True))).cdf)
 
 
+def event_options(entry: dict) -> list[str]:
+    return entry["question"]["metadata"]["outcome_event"]["options"]
+
+
+def assert_hand_computations(run: Path, qs: list[ForecastingQuestion]) -> int:
+    """Every scored tuple of ``run`` (made by the incoherent rule over ``qs``) against its hand computation; the
+    number of tuples compared."""
+    world, says = World(qs), World(qs, INCOHERENT)  # the coherent world, and what the server states of it
+    by_id = {q.id: q for q in qs}
+    compared = 0
+
+    def option_prob(source: ForecastingQuestion, chosen: list[str]) -> float:
+        probs = dict(zip(source.options, world.choice(source.title, source.options), strict=True))
+        return sum(probs[o] for o in chosen)
+
+    for path in sorted(run.glob("*Checker.jsonl")):
+        check = get_check(path.stem)
+        for _, obj in iter_json_lines(path):
+            line, violation = obj["line"], obj["violation_data"]["default"]["violation"]
+            compared += 1
+            if check.name.startswith("PARTITION"):
+                fields = check.field_names
+                source = by_id[line[fields[0]]["question"]["metadata"]["outcome_event"]["question_id"]]
+                stated = [line[f]["forecast"]["prob"] for f in fields]
+                expected = [1.2 * option_prob(source, event_options(line[f])) for f in fields]
+                assert stated == pytest.approx(expected, abs=1e-12) and sum(stated) == pytest.approx(1.2)
+                assert violation == pytest.approx(partition_by_hand(stated), rel=1e-6)
+            elif check.name == "MC_BINARY":
+                source = by_id[line["X"]["question"]["id"]]
+                p = option_prob(source, event_options(line["P"]))
+                q = min(1.0, 1.2 * p)
+                assert line["X"]["forecast"]["probs"] == pytest.approx(world.choice(source.title, source.options))
+                assert line["P"]["forecast"]["prob"] == pytest.approx(q)
+                assert violation == pytest.approx(binary_pair_by_hand(p, min(q, 1 - 1e-12)), rel=1e-6)
+            elif check.name.startswith("CDF_THRESHOLDS"):
+                x = ForecastingQuestion.model_validate(line["X"]["question"])
+                ts = [f for f in check.field_names if f.startswith("T_")]
+                t = [line[f]["question"]["metadata"]["outcome_event"]["above"] for f in ts]
+                shifted, true = stated_cdf(says, x), world.cdf(x.question_type, x.range)
+                assert line["X"]["forecast"]["cdf"] == pytest.approx(list(shifted), abs=1e-12)
+                at = np.array([cdf_at(shifted, x, v) for v in t])
+                bins = np.diff(np.concatenate([[0.0], at, [1.0]]))
+                above = np.array([1 - cdf_at(true, x, v) for v in t])
+                assert [line[f]["forecast"]["prob"] for f in ts] == pytest.approx(list(above), 1e-12)
+                assert (at < 1 - above).all()  # shifted up: the CDF lies below the threshold answers' CDF
+                assert violation > 0.01 and violation == pytest.approx(thresholds_by_hand(bins, above), rel=1e-5)
+            elif check.name == "NUMERIC_PARAPHRASE":
+                x = ForecastingQuestion.model_validate(line["X"]["question"])
+                first, second = stated_cdf(says, x), stated_cdf(says, x, restated=True)
+                f, g = np.diff(first, prepend=0, append=1), np.diff(second, prepend=0, append=1)
+                data = obj["violation_data"]["default"]
+                assert violation == pytest.approx(-2 * math.log(np.sqrt(f * g).sum()), rel=1e-6)
+                assert violation > 0.005
+                assert data["largest_cdf_gap"] == pytest.approx(float(np.abs(first - second).max()), abs=1e-12)
+            else:
+                raise AssertionError(f"no hand computation for {check.name}")
+    return compared
+
+
 def test_the_incoherent_rules_violations_equal_hand_computations():
     """Options' yes/no answers summing to 1.2 (PARTITION, MC_BINARY), a CDF shifted by a tenth of the range against
     the thresholds (CDF_THRESHOLDS) and a second wording's shifted by a twentieth (NUMERIC_PARAPHRASE)."""
@@ -134,42 +196,34 @@ def test_the_incoherent_rules_violations_equal_hand_computations():
     qs = questions()
     with ScriptedServer(incoherent_rule(qs)) as srv:
         run = evaluate(f"basic:{srv.model_spec()}", "run", "--epsilon", "1e-12")
-    world, says = World(qs), World(qs, INCOHERENT)  # the coherent world, and what the server states of it
-    src = sources()
-    for name, k in (("PARTITION3", 3), ("PARTITION4", 4)):
-        line = scored(run, name)[0]["line"]
-        stated = [line[f"P_{i}"]["forecast"]["prob"] for i in range(1, k + 1)]
-        source = src["mc3" if k == 3 else "mc4"]
-        expected = [1.2 * p for p in world.choice(source.title, source.options)]
-        assert stated == pytest.approx(expected, abs=1e-12) and sum(stated) == pytest.approx(1.2)
-        assert violations(run, name)[0] == pytest.approx(partition_by_hand(stated), rel=1e-6)
-    for line, (source_id, extra) in zip(scored(run, "MC_BINARY"), PLAN["MC_BINARY"], strict=True):
-        source = src[source_id]
-        probs = dict(zip(source.options, world.choice(source.title, source.options), strict=True))
-        p = sum(probs[o] for o in extra["options"])
-        assert line["line"]["X"]["forecast"]["probs"] == pytest.approx(list(probs.values()))
-        assert line["line"]["P"]["forecast"]["prob"] == pytest.approx(1.2 * p)
-        assert line["violation_data"]["default"]["violation"] == pytest.approx(binary_pair_by_hand(p, 1.2 * p), 1e-9)
-    for line in scored(run, "CDF_THRESHOLDS"):
-        x = ForecastingQuestion.model_validate(line["line"]["X"]["question"])
-        t = [line["line"][f"T_{j}"]["question"]["metadata"]["outcome_event"]["above"] for j in (1, 2, 3)]
-        shifted, true = stated_cdf(says, x), world.cdf(x.question_type, x.range)
-        assert line["line"]["X"]["forecast"]["cdf"] == pytest.approx(list(shifted), abs=1e-12)
-        at = np.array([cdf_at(shifted, x, v) for v in t])
-        bins = np.diff(np.concatenate([[0.0], at, [1.0]]))
-        above = np.array([1 - cdf_at(true, x, v) for v in t])
-        assert [line["line"][f"T_{j}"]["forecast"]["prob"] for j in (1, 2, 3)] == pytest.approx(list(above), 1e-12)
-        assert (at < 1 - above).all()  # shifted up: the CDF lies below the threshold answers' CDF
-        violation = line["violation_data"]["default"]["violation"]
-        assert violation > 0.05 and violation == pytest.approx(thresholds_by_hand(bins, above), rel=1e-5)
-    for line in scored(run, "NUMERIC_PARAPHRASE"):
-        x = ForecastingQuestion.model_validate(line["line"]["X"]["question"])
-        first, second = stated_cdf(says, x), stated_cdf(says, x, restated=True)
-        f, g = np.diff(first, prepend=0, append=1), np.diff(second, prepend=0, append=1)
-        gap = float(np.abs(first - second).max())
-        data = line["violation_data"]["default"]
-        assert data["violation"] == pytest.approx(-2 * math.log(np.sqrt(f * g).sum()), rel=1e-6)
-        assert data["violation"] > 0.01 and data["largest_cdf_gap"] == pytest.approx(gap, abs=1e-12)
+    assert json.loads((run / "summary.json").read_text())["failures"] == []
+    assert assert_hand_computations(run, qs) == sum(len(v) for v in PLAN.values())
+
+
+def test_the_bundled_typed_benchmark_coherent_and_incoherent():
+    """The multiple-choice and numeric part of the bundled benchmark (its default world: the bundled questions):
+    no violation with the coherent rule, the hand computations with the incoherent one."""
+    typed = str(typed_benchmark_dir() / "tuples")
+    with ScriptedServer(coherent_rule()) as srv:
+        run = evaluate(f"basic:{srv.model_spec()}", "coherent", "-t", typed)
+    files = sorted(run.glob("*Checker.jsonl"))
+    assert {get_check(p.stem).name for p in files} >= {
+        "PARTITION4",
+        "MC_BINARY",
+        "CDF_THRESHOLDS",
+        "NUMERIC_PARAPHRASE",
+    }
+    assert json.loads((run / "summary.json").read_text())["failures"] == []
+    n = 0
+    for path in files:
+        for _, obj in iter_json_lines(path):
+            n += 1
+            for metric in ("default", "frequentist"):
+                assert obj["violation_data"][metric]["violation"] < 1e-9, (path.name, metric)
+    assert n == sum(1 for p in (typed_benchmark_dir() / "tuples").glob("*.jsonl") for _ in p.open())
+    with ScriptedServer(incoherent_rule()) as srv:
+        run = evaluate(f"basic:{srv.model_spec()}", "incoherent", "-t", typed, "--epsilon", "1e-12")
+    assert assert_hand_computations(run, bundled_questions()) == n
 
 
 # ------------------------------------------------------------------------------------------ failures, not crashes

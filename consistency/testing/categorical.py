@@ -84,7 +84,7 @@ class World:
     """The distributions behind a scripted server's answers about multiple-choice and numeric questions.
 
     ``questions`` (sources and the yes/no questions derived from them, e.g. every question of some tuple files;
-    None: those of the bundled benchmark's tuples, read when first needed) let a derived question be answered
+    None: those of the bundled tuples, :func:`bundled_questions`, read when first needed) let a derived question be answered
     exactly; a question they do not hold is read from its text."""
 
     def __init__(
@@ -247,24 +247,26 @@ class World:
 
 
 def bundled_questions() -> list[ForecastingQuestion]:
-    """Every question of the bundled benchmark's tuples of checks with a multiple-choice or numeric field."""
+    """Every question of the bundled tuples of checks with a multiple-choice or numeric field (the typed
+    benchmark's, and any in the main benchmark)."""
     from ..checks import UnknownCheckError, get_check
-    from ..datasets import benchmark_dir
+    from ..datasets import benchmark_dir, typed_benchmark_dir
     from ..jsonl import iter_json_lines
 
     out: list[ForecastingQuestion] = []
-    for path in sorted((benchmark_dir() / "tuples").glob("*.jsonl")):
-        try:
-            if not get_check(path.stem).outcomes:  # no multiple-choice or numeric base
+    for root in (typed_benchmark_dir(), benchmark_dir()):
+        for path in sorted((root / "tuples").glob("*.jsonl")):
+            try:
+                if not get_check(path.stem).outcomes:  # no multiple-choice or numeric base
+                    continue
+            except UnknownCheckError:
                 continue
-        except UnknownCheckError:
-            continue
-        for _, line in iter_json_lines(path):
-            fields = line.get("line", line) if isinstance(line, dict) else {}
-            for value in fields.values():
-                entry = value.get("question", value) if isinstance(value, dict) else None
-                if isinstance(entry, dict) and "title" in entry:
-                    out.append(ForecastingQuestion.model_validate(entry))
+            for _, line in iter_json_lines(path):
+                fields = line.get("line", line) if isinstance(line, dict) else {}
+                for value in fields.values():
+                    entry = value.get("question", value) if isinstance(value, dict) else None
+                    if isinstance(entry, dict) and "title" in entry:
+                        out.append(ForecastingQuestion.model_validate(entry))
     return out
 
 

@@ -433,7 +433,7 @@ def world_rule(world: World) -> Rule:
 def coherent_rule(questions: Iterable[ForecastingQuestion] | None = None) -> Rule:
     """A perfectly coherent forecaster: :func:`coherent_probability` for template-made yes/no tuples, and one
     :class:`~.categorical.World` behind every answer about multiple-choice and numeric questions and the yes/no
-    questions derived from them. ``questions`` (default: the bundled benchmark's) name derived questions' sources."""
+    questions derived from them. ``questions`` (default: the bundled tuples') name derived questions' sources."""
     return world_rule(World(questions))
 
 
