@@ -24,10 +24,8 @@ from ...metrics.forecast_files import ScoreParams, score_forecasts
 from ...models import ForecastEntry, ForecastingQuestion
 from ...outcomes import TupleShapeError, forecast_row
 from .answers import Answer
-from .compat import namespace_as_consistency
+from .compat import registered_name
 from .dataset import ANSWERS_KEY, check_order, questions_of
-
-namespace_as_consistency()  # before the decorators below register anything
 
 #: The two metrics ``cc`` reports, by the key they have in a Score's value.
 METRIC_KEYS = {"arbitrage": "default", "frequentist": "frequentist"}
@@ -129,7 +127,8 @@ def check_metrics(rows: list[tuple[str, dict[str, Any]]], params: ScoreParams | 
     return {k: out[k] for k in sorted(out, key=lambda k: ("/" in k, k))}
 
 
-@metric(name="consistency", scores="unreduced")  # every epoch is a tuple forecast, as in `cc score LOG`
+# scores="unreduced": every epoch is a tuple forecast, as in `cc score LOG`
+@metric(name=registered_name("consistency"), scores="unreduced")
 def consistency_metrics() -> Metric:
     """Mean violation and fraction violated (arbitrage, frequentist), overall and per check."""
 
@@ -144,7 +143,7 @@ def consistency_metrics() -> Metric:
     return compute  # type: ignore[return-value]
 
 
-@scorer(metrics=[consistency_metrics()])
+@scorer(metrics=[consistency_metrics()], name=registered_name("consistency_scorer"))
 def consistency_scorer(epsilon: float = DEFAULT_EPSILON) -> Scorer:
     """Exact arbitrage (with its certificate: prices, gap, ε) and frequentist violation of the tuple."""
     params = ScoreParams(epsilon=epsilon)
