@@ -21,6 +21,7 @@ from .categorical import (
     MC_BINARY,
     NUMERIC_PARAPHRASE,
     cdf_thresholds_check,
+    family_from_fields,
     family_from_name,
     partition_check,
 )
@@ -134,7 +135,8 @@ def check_for_fields(fields: Iterable[str]) -> Check | None:
     for check in dict.fromkeys(_NAMES.values()):  # unlisted checks too (COMBINATION), in registration order
         if set(check.field_names) == wanted:
             return check
-    return None
+    family = family_from_fields(wanted)  # PARTITION<k>, CDF_THRESHOLDS<k>: registered on first use, as by name
+    return None if family is None else register(family, listed=False)
 
 
 for _check in BUILTIN_CHECKS:

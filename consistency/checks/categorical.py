@@ -114,6 +114,19 @@ def family_from_name(name: str) -> Check | None:
     return None
 
 
+def family_from_fields(fields: set[str]) -> Check | None:
+    """The PARTITION<k> or CDF_THRESHOLDS<k> whose field names are exactly ``fields``; None: neither."""
+    lo, hi = PARTITION_SIZES
+    for k in range(lo, hi + 1):
+        if fields == set(partition_fields(k)):
+            return partition_check(k)
+    lo, hi = THRESHOLD_COUNTS
+    for k in range(lo, hi + 1):
+        if fields == {"X", *threshold_fields(k)}:
+            return cdf_thresholds_check(k)
+    return None
+
+
 @cache
 def columns_check(check: Check) -> Check:
     """``check`` with each categorical field written as its outcomes' yes/no fields ``X_0`` … ``X_{m-1}``.

@@ -161,6 +161,8 @@ def render_table(report: RepairReport) -> Table:
 
 
 def _notes(report: RepairReport) -> None:
+    from ..checks import get_check
+
     t = report.total
     if report.left_out:
         sets = len({c.conflict for c in report.left_out})
@@ -172,9 +174,11 @@ def _notes(report: RepairReport) -> None:
             out.print(f"  set {c.conflict + 1}: {c.describe()}", markup=False, soft_wrap=True)
     if report.joint:
         which = "all its tuples" if not report.left_out else "all its other tuples"
+        categorical = any(get_check(c.check).categorical for c in report.checks)
+        counted = " (a multiple-choice or numeric question's outcomes counted one by one)" if categorical else ""
         out.print(
-            f"{report.questions} distinct questions, one value each; the guaranteed gain holds for the whole graph "
-            f"in every world consistent with {which}: {fmt(t.guaranteed)}"
+            f"{report.questions} distinct questions{counted}, one value each; the guaranteed gain holds for the "
+            f"whole graph in every world consistent with {which}: {fmt(t.guaranteed)}"
         )
         if report.joint_worlds == "unknown":
             out.print(

@@ -129,24 +129,25 @@ def repair_forecasts(
                 f"{', '.join(categorical)}; repair with the log score tuple by tuple (--per-tuple), or jointly with "
                 "the Brier score"
             )
-        large = sorted({c.check.name for c in used if c.check.categorical and len(c.check.worlds) > MAX_HULL_WORLDS})
-        if large:
-            raise RepairInputError(
-                f"a joint repair projects onto hulls of at most {MAX_HULL_WORLDS} worlds and {', '.join(large)} "
-                f"has more (a numeric question's grid); repair tuple by tuple (--per-tuple), or leave its file out"
-            )
+        alone = _alone(used, graph.n_questions)
+        joined = [c for c in used if not any(c is a for a in alone)]
         try:
-            result = repair_graph([(c.check, c.idx) for c in used], start, score, skip_conflicts=skip_conflicts)
+            result = repair_graph([(c.check, c.idx) for c in joined], start, score, skip_conflicts=skip_conflicts)
         except ConflictingTuples as exc:
-            raise ConflictingForecasts(exc, _describe(graph, used, exc.tuples)) from None
+            raise ConflictingForecasts(exc, _describe(graph, joined, exc.tuples)) from None
         for number, conflict in enumerate(result.conflicts):
-            left_out += _describe(graph, used, conflict.tuples, number)
+            left_out += _describe(graph, joined, conflict.tuples, number)
         worlds = result.worlds
-        blocks = dict(zip([id(c) for c in used], result.per_block, strict=True))
-        per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
+        blocks = dict(zip([id(c) for c in joined], result.per_block, strict=True))
         status, iterations = result.status, result.iterations
-        after_q = result.repaired
+        after_q = result.repaired.copy()
         total_moved, total_guaranteed = float(result.moved), float(result.guaranteed)
+        for c in alone:  # components of one tuple each: the per-tuple repair is their joint repair
+            own = blocks[id(c)] = repair_tuples(c.check, c.probs, score)
+            after_q[c.idx.ravel()] = own.repaired.ravel()
+            total_moved += float(own.moved.sum())
+            total_guaranteed += float(own.guaranteed.sum())
+        per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
     else:
         per_check = [repair_tuples(c.check, c.probs, score) if c.rows else None for c in graph.checks]
         after_q = _question_means(graph, per_check)
@@ -212,6 +213,23 @@ def repair_forecasts(
         joint_worlds=worlds,
     )
     return Repaired(graph, probs, report)
+
+
+def _alone(used: list[CheckTuples], n_questions: int) -> list[CheckTuples]:
+    """The checks whose worlds are too many for the joint projection (a numeric grid): allowed in a joint repair
+    when none of their tuples shares a value with another tuple, so that each is a component of its own."""
+    large = [c for c in used if c.check.categorical and len(c.check.worlds) > MAX_HULL_WORLDS]
+    if not large:
+        return []
+    counts = np.bincount(np.concatenate([c.idx.ravel() for c in used]), minlength=n_questions)
+    shared = sorted({c.check.name for c in large if (counts[c.idx] > 1).any()})
+    if shared:
+        raise RepairInputError(
+            f"a joint repair projects onto hulls of at most {MAX_HULL_WORLDS} worlds, and tuples of "
+            f"{', '.join(shared)} (a numeric question's grid, more worlds) share a question with other tuples; "
+            "repair tuple by tuple (--per-tuple), or leave their file out"
+        )
+    return large
 
 
 def _describe(
