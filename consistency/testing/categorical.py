@@ -84,8 +84,8 @@ class World:
     """The distributions behind a scripted server's answers about multiple-choice and numeric questions.
 
     ``questions`` (sources and the yes/no questions derived from them, e.g. every question of some tuple files;
-    None: those of the bundled tuples, :func:`bundled_questions`, read when first needed) let a derived question be answered
-    exactly; a question they do not hold is read from its text."""
+    None: those of the bundled tuples, :func:`bundled_questions`, read when first needed) let a derived question
+    be answered exactly; a question they do not hold is read from its text."""
 
     def __init__(
         self, questions: Iterable[ForecastingQuestion] | None = None, distortion: Distortion | None = None
