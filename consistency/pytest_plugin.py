@@ -16,7 +16,7 @@ import pytest
 
 @pytest.fixture
 def assert_consistent(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``assert_consistent(forecaster, checks=..., n=..., max_violation=..., seed=...)``; run directories
+    """``assert_consistent(forecaster, checks=..., n=..., max_violation=..., seed=..., tuples=...)``; run directories
     go under pytest's temporary directory, answers come from (and go to) the response cache."""
     from consistency.evaluation.gate import assert_consistent as gate
 

@@ -77,6 +77,37 @@ def test_always_yes(assert_consistent):
     assert "P = 0.900" in text and "not_P = 0.900" in text and "resolve NO?" in text
 
 
+def test_the_gate_on_multiple_choice_and_numeric_tuples(suite):
+    """A forecaster over HTTP on the bundled typed benchmark: the coherent world passes, the incoherent one fails
+    with its worst tuples, a distribution shown by its outcomes."""
+    suite.makepyfile(
+        test_gate="""
+import pytest
+from consistency.datasets import typed_benchmark_dir
+from consistency.forecasters import BasicForecaster
+from consistency.fake_openai import ScriptedServer
+from consistency.fake_openai.rules import coherent_rule, incoherent_rule
+
+CHECKS = ["partition4", "mc_binary", "cdf_thresholds", "numeric_paraphrase"]
+TUPLES = typed_benchmark_dir() / "tuples"
+
+@pytest.mark.parametrize("rule", [coherent_rule, incoherent_rule])
+def test_typed(assert_consistent, rule):
+    with ScriptedServer(rule()) as srv:
+        report = assert_consistent(BasicForecaster(srv.model_spec()), checks=CHECKS, n=3, tuples=TUPLES,
+                                   max_violation=1e-6, per_check=True, top=3)
+    assert sorted(f.check.name for f in report.files) == sorted(c.upper() for c in CHECKS)
+"""
+    )
+    result = suite.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    failure = result.stdout.str().split("short test summary info")[0]
+    assert "test_typed[coherent_rule] PASSED" in result.stdout.str() or "1 passed" in result.stdout.str()
+    for name in ("CDF_THRESHOLDS", "NUMERIC_PARAPHRASE"):
+        assert f"mean arbitrage violation ({name})" in failure
+    assert "worst tuples" in failure and "202 outcomes, the median in #" in failure
+
+
 def test_the_sample_is_deterministic_and_the_response_cache_is_reused(tmp_path, monkeypatch):
     from consistency.evaluation.gate import assert_consistent
     from consistency.fake_openai import ScriptedServer

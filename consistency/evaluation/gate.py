@@ -27,13 +27,16 @@ def assert_consistent(
     max_violation: float = 0.05,
     seed: int = 0,
     *,
+    tuples: str | Path | None = None,
     per_check: bool = False,
     top: int = 5,
     out: str | Path | None = None,
     options: RunOptions | None = None,
 ) -> ScoreReport:
-    """Evaluate ``forecaster`` on ``n`` tuples per check of the bundled benchmark (a sample fixed by
-    ``seed``; its tuples are template instantiations, so no model writes questions) and raise
+    """Evaluate ``forecaster`` on ``n`` tuples per check of the bundled benchmark or of ``tuples`` (a directory
+    or file of tuples, e.g. :func:`~consistency.datasets.typed_benchmark_dir` ``/ "tuples"`` for the
+    multiple-choice and numeric checks; a sample fixed by ``seed``; the bundled tuples are template
+    instantiations, so no model writes questions) and raise
     :class:`InconsistentForecaster` when the mean arbitrage violation over checks (each check with
     ``per_check``) is above ``max_violation``. Answers are cached as in any run, so an unchanged
     forecaster costs nothing to check again. Returns the scores when the gate passes.
@@ -46,7 +49,8 @@ def assert_consistent(
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InputError(f"n must be a whole number of tuples per check, at least 1, got {n!r}")
     target = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="consistency-gate-"))
-    result = evaluate(forecaster, checks=checks, limit=n, seed=seed, out=target / "run", options=options)
+    run = target / "run"
+    result = evaluate(forecaster, tuples=tuples, checks=checks, limit=n, seed=seed, out=run, options=options)
     if result.report is None:  # pragma: no cover - evaluate always scores tuples
         raise RuntimeError("no scores")
     over = over_limit(result.report, max_violation, per_check=per_check)
@@ -74,6 +78,30 @@ def worst_tuples(run_dir: Path, top: int = 5) -> list[str]:
     for violation, name, i in rows[:top]:
         items = scores.groups[name]
         out.append(f"  {name} violation {violation:.4f}")
-        for field, title, prob in zip(items.fields, items.titles[i], items.probs[i], strict=True):
-            out.append(f"    {field} = {prob:.3f}  {title}")
+        for field, columns in _fields(items.fields):
+            probs = [items.probs[i][j] for j in columns]
+            title = items.titles[i][columns[0]]
+            out.append(f"    {field} = {_shown(probs)}  {title}")
     return out
+
+
+def _fields(columns: Sequence[str]) -> list[tuple[str, list[int]]]:
+    """The check's fields and the positions of their columns (``X[0]``, ``X[1]``... are field X's)."""
+    out: dict[str, list[int]] = {}
+    for j, column in enumerate(columns):
+        out.setdefault(column.partition("[")[0], []).append(j)
+    return list(out.items())
+
+
+def _shown(probs: list[float], most: int = 8) -> str:
+    """A yes/no field's probability, or a categorical field's outcome probabilities (of many, where the median
+    falls: a numeric field's outcomes are its grid's 202 bins in order)."""
+    if len(probs) == 1:
+        return f"{probs[0]:.3f}"
+    if len(probs) <= most:
+        return "[" + ", ".join(f"{p:.3f}" for p in probs) + "]"
+    total, j = 0.0, 0
+    while j < len(probs) - 1 and total + probs[j] < 0.5:
+        total += probs[j]
+        j += 1
+    return f"{len(probs)} outcomes, the median in #{j}"

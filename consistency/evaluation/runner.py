@@ -18,6 +18,8 @@ from ..forecasters.loading import load_recorded
 from ..jsonl import LineError, atomic_write, dump_line
 from ..llm.secrets import redact
 from ..metrics.scoring import ScoreParams, score_forecasts
+from ..models import ForecastEntry, ForecastingQuestion
+from ..outcomes import TupleShapeError, forecast_row
 from ..paths import new_run_dir
 from ..store import layout
 from ..store.meta import RunMeta, run_meta_of
@@ -302,9 +304,13 @@ def _score_set(root: Path, ts: TupleSet, set_keys, done, params: ScoreParams) ->
                 reason = (r or {}).get("error") or "not forecast yet"
                 errors.append(LineError(str(ts.path), ts.lines[i], name, f"no forecast: {reason}"))
             continue
-        rows.append([r["forecast"]["prob"] for r in records])  # type: ignore[index]
+        try:
+            rows.append(_row(ts.check, ts.tuples[i], [r["forecast"] for r in records]))  # type: ignore[index]
+        except (TupleShapeError, ValidationError) as exc:  # a forecast that does not fit its field: named, unscored
+            errors.append(LineError(str(ts.path), ts.lines[i], "line", str(exc)))
+            continue
         kept.append(i)
-    probs = np.array(rows, dtype=float).reshape(len(rows), ts.check.n_fields)
+    probs = np.array(rows, dtype=float).reshape(len(rows), ts.check.n_columns)
     scores = score_forecasts(ts.check, probs, params=params)
     target = root / layout.forecast_file(ts.check)
     with atomic_write(target) as fh:
@@ -315,6 +321,18 @@ def _score_set(root: Path, ts: TupleSet, set_keys, done, params: ScoreParams) ->
             }
             fh.write(dump_line({"line": line, "violation_data": scores.violation_data(j)}))
     return ScoredFile(Path(target.name), ts.check, [ts.lines[i] for i in kept], errors, scores, len(ts.tuples))
+
+
+def _row(check: Check, questions: dict[str, ForecastingQuestion], forecasts: list[dict[str, Any]]) -> list[float]:
+    """One tuple's forecasts in the check's columns: the probabilities of a yes/no check; the option masses or
+    bin masses of a check with multiple-choice or numeric fields (:func:`~consistency.outcomes.forecast_row`)."""
+    if not check.categorical:
+        return [f["prob"] for f in forecasts]
+    entries = {
+        name: ForecastEntry(question=questions[name], forecast=f)
+        for name, f in zip(check.field_names, forecasts, strict=True)
+    }
+    return list(forecast_row(check, entries))
 
 
 def _spec_of(forecaster: Forecaster) -> str:

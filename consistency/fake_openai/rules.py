@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from consistency.fake_openai.categorical import Distortion, World, categorical_reply
 from consistency.fake_openai.replies import Fault, Outcome, Reply, Rule, ScriptedRequest, call_rule
 from consistency.fake_openai.worlds import negated_inner, parse_title, probability
+from consistency.models import ForecastingQuestion
 
 __all__ = [
     "PLANTED_LENGTH",
@@ -26,12 +28,15 @@ __all__ = [
     "hypocritical_probability",
     "hypocritical_rule",
     "in_planted_region",
+    "incoherent_rule",
+    "invalid_rule",
     "planted_probability",
     "planted_rule",
     "probability_for",
     "probability_rule",
     "schema_rule",
     "sequence",
+    "world_rule",
     "yes_no_chances",
 ]
 
@@ -263,6 +268,7 @@ def schema_rule(
     fallback_schema: Mapping[str, Any] | None = None,
     unit_numbers_are_probabilities: bool = False,
     chance: Callable[[str], float] | None = None,
+    world: World | None = None,
 ) -> Rule:
     """A rule answering every structured request with an object that satisfies its schema.
 
@@ -272,18 +278,28 @@ def schema_rule(
     Free-text requests get ``text(last_user_text)``; ``json_object`` requests (no schema given)
     get an object of ``fallback_schema`` (default: a forecast, ``{"reasoning", "prob"}``). With
     ``chance``, a free-text request asking for ``logprobs`` gets a one-token answer whose Yes share is
-    ``chance(last_user_text)`` (:func:`yes_no_chances`): what the logprob forecaster reads.
+    ``chance(last_user_text)`` (:func:`yes_no_chances`): what the logprob forecaster reads. With ``world``,
+    requests about multiple-choice and numeric questions (a probability per option, percentiles, the next token
+    after lettered options, free text about them) get the world's numbers (:mod:`.categorical`).
     """
     make_text = text or _plain_sentence
     fallback = fallback_schema or FORECAST_SCHEMA
 
     def rule(request: ScriptedRequest) -> Reply:
-        if not request.wants_json and chance is not None and request.top_logprobs is not None:
-            return Reply.next_token(yes_no_chances(chance(request.last_user_text)))
+        said = request.last_user_text
+        if not request.wants_json and request.top_logprobs is not None:
+            letters = world.letter_chances(said) if world is not None else None
+            if letters is not None:
+                return Reply.next_token(letters)
+            if chance is not None:
+                return Reply.next_token(yes_no_chances(chance(said)))
         if not request.wants_json:
-            return Reply.text(make_text(request.last_user_text))
+            about = world.reasoning_text(said) if world is not None else None
+            return Reply.text(about if about is not None else make_text(said))
         schema = request.schema or fallback
-        obj = _Builder(schema, request.last_user_text, unit_numbers_are_probabilities).build(schema)
+        obj = _Builder(schema, said, unit_numbers_are_probabilities).build(schema)
+        if isinstance(obj, dict) and world is not None and categorical_reply(world, said, schema, obj):
+            return Reply.json(obj)
         if isinstance(obj, dict) and overrides:
             for key, value in overrides.items():
                 obj[key] = value(request) if callable(value) else value
@@ -295,8 +311,15 @@ def schema_rule(
 def probability_rule(overrides: Mapping[str, Any] | None = None) -> Rule:
     """:func:`schema_rule` for forecasters: any [0, 1] number is the question's probability, a
     free-text answer is a sentence ending with ``Probability: 0.xx``, and a request for ``logprobs``
-    gets Yes with that probability (:func:`probability_for` of the last user message, each time)."""
-    return schema_rule(overrides, text=_forecast_sentence, unit_numbers_are_probabilities=True, chance=probability_for)
+    gets Yes with that probability (:func:`probability_for` of the last user message, each time);
+    multiple-choice and numeric questions get a :class:`~.categorical.World`'s answers."""
+    return schema_rule(
+        overrides,
+        text=_forecast_sentence,
+        unit_numbers_are_probabilities=True,
+        chance=probability_for,
+        world=World(),
+    )
 
 
 _NEGATED = re.compile(r"^Will \u201c(.*)\u201d resolve NO\?$", re.S)
@@ -333,9 +356,10 @@ def hypocritical_probability(text: str) -> float:
     return round(min(max(1.0 / (1.0 + math.exp(-z)), 0.01), 0.99), 4)
 
 
-def forecast_rule(prob: Callable[[str], float]) -> Rule:
+def forecast_rule(prob: Callable[[str], float], world: World | None = None) -> Rule:
     """:func:`probability_rule` whose forecasts are ``prob(last user text)``: structured, free text, or the
-    Yes share of a first-token distribution (logprobs)."""
+    Yes share of a first-token distribution (logprobs); multiple-choice and numeric questions get ``world``'s
+    answers (default: a plain :class:`~.categorical.World`)."""
 
     def sentence(text: str) -> str:
         return f"Weighing both sides of the question. Probability: {prob(text):.4f}"
@@ -345,6 +369,7 @@ def forecast_rule(prob: Callable[[str], float]) -> Rule:
         text=sentence,
         unit_numbers_are_probabilities=True,
         chance=prob,
+        world=world if world is not None else World(),
     )
 
 
@@ -401,9 +426,42 @@ def planted_probability(text: str, min_length: int = PLANTED_LENGTH) -> float:
     return coherent_probability(text)
 
 
-def coherent_rule() -> Rule:
-    """Forecasts of :func:`coherent_probability`: nothing for an adversary to find."""
-    return forecast_rule(coherent_probability)
+def world_rule(world: World) -> Rule:
+    """Forecasts of :func:`coherent_probability`, except that yes/no questions about an option or a threshold of
+    a multiple-choice or numeric question get ``world``'s probability of that event (:meth:`World.event`), and the
+    multiple-choice and numeric questions themselves ``world``'s answers."""
+
+    def prob(text: str) -> float:
+        found = world.event(text)
+        return coherent_probability(text) if found is None else found
+
+    return forecast_rule(prob, world)
+
+
+def coherent_rule(questions: Iterable[ForecastingQuestion] | None = None) -> Rule:
+    """A perfectly coherent forecaster: :func:`coherent_probability` for template-made yes/no tuples, and one
+    :class:`~.categorical.World` behind every answer about multiple-choice and numeric questions and the yes/no
+    questions derived from them. ``questions`` (default: the bundled tuples') name derived questions' sources."""
+    return world_rule(World(questions))
+
+
+def invalid_rule(questions: Iterable[ForecastingQuestion] | None = None) -> Rule:
+    """:func:`coherent_rule`, except that every stated distribution is invalid: option probabilities summing to
+    1.2 and percentiles from the highest down (a forecaster must ask again, then record a failure)."""
+    return world_rule(World(questions, Distortion(option_scale=1.2, reverse=True)))
+
+
+#: How far :func:`incoherent_rule` departs from its world.
+INCOHERENT = Distortion(option_events=1.2, shift=0.1, restated_shift=-0.05)
+
+
+def incoherent_rule(questions: Iterable[ForecastingQuestion] | None = None) -> Rule:
+    """Valid answers that disagree with each other by known amounts (:data:`INCOHERENT`): the yes/no questions
+    about a multiple-choice question's options get 1.2 times the world's probability (a partition's answers sum to
+    1.2), every numeric distribution is the world's moved up by a tenth of its range (against the threshold
+    questions, which keep the world's CDF) and a second wording's by a twentieth, while the multiple-choice
+    distributions and the other answers are coherent."""
+    return world_rule(World(questions, INCOHERENT))
 
 
 def planted_rule(min_length: int = PLANTED_LENGTH) -> Rule:
@@ -454,6 +512,8 @@ RULES: dict[str, Callable[..., Rule]] = {
     "demo": demo_rule,
     "hypocritical": hypocritical_rule,
     "coherent": coherent_rule,
+    "incoherent": incoherent_rule,
+    "invalid": invalid_rule,
     "constant": constant_rule,
     "planted": planted_rule,
 }

@@ -1,6 +1,9 @@
 """What a forecaster is: one async method to implement; the framework does the rest.
 
-A subclass implements ``forecast(question) -> Forecast``. The framework adds a sync wrapper,
+A subclass implements ``forecast(question)``, returning a :class:`~consistency.models.Forecast` for a yes/no
+question, a :class:`~consistency.models.ChoiceForecast` for a multiple-choice one and a
+:class:`~consistency.models.NumericForecast` for a numeric or date one (what comes back is checked against the
+question's type: a mismatch is a failed forecast saying so). The framework adds a sync wrapper,
 concurrent batches with per-question timeouts and failure capture, a config dump taken from the
 constructor's arguments (for ``run.json``), a stable name, and a shared LLM session for
 forecasters that call models.
@@ -28,7 +31,17 @@ from ..llm import LLM, LLMSettings
 from ..llm.fatal import FATAL_AFTER, FatalError
 from ..llm.secrets import redact
 from ..llm.waiting import within_work_time
-from ..models import Forecast, ForecastingQuestion, probability_problem
+from ..models import (
+    BINARY_TYPES,
+    AnyForecast,
+    ChoiceForecast,
+    Forecast,
+    ForecastingQuestion,
+    NumericForecast,
+    forecast_class,
+    parse_forecast,
+    probability_problem,
+)
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +135,7 @@ class ForecastOutcome:
     """A question's forecast, or why there is none; never an exception."""
 
     question: ForecastingQuestion
-    forecast: Forecast | None = None
+    forecast: AnyForecast | None = None
     error: str | None = None
     raw: str | None = None
     note: CallNote = field(default_factory=CallNote)
@@ -158,8 +171,12 @@ class Forecaster(ABC):
             cls.__init__ = _recording_init(cls.__dict__["__init__"])  # type: ignore[method-assign]
 
     @abstractmethod
-    async def forecast(self, question: ForecastingQuestion) -> Forecast:
-        """The probability that ``question`` resolves YES."""
+    async def forecast(self, question: ForecastingQuestion) -> AnyForecast:
+        """The forecast for ``question``: for a yes/no question the probability that it resolves YES (a
+        :class:`~consistency.models.Forecast`, or a plain number); for a multiple-choice question a
+        :class:`~consistency.models.ChoiceForecast` (a probability per option, in the question's order); for a
+        numeric or date question a :class:`~consistency.models.NumericForecast` (a CDF on the question's grid, e.g.
+        ``NumericForecast.from_percentiles(question, {0.1: low, 0.5: mid, 0.9: high})``)."""
 
     # ----------------------------------------------------------------- identity
     @property
@@ -232,7 +249,9 @@ class Forecaster(ABC):
             outcome.error, outcome.raised = redact(f"{type(exc).__name__}: {_first_line(exc)}"), True
         else:
             try:
-                outcome.forecast = _as_forecast(result)
+                outcome.forecast = as_forecast(result, question)
+            except WrongKind as exc:
+                outcome.error = str(exc)
             except (ValueError, TypeError) as exc:  # a pydantic ValidationError too: its first error, in one line
                 outcome.error = f"invalid forecast: {_first_line(exc)}"
         finally:
@@ -290,7 +309,7 @@ class Forecaster(ABC):
                 await asyncio.gather(*tasks, return_exceptions=True)
                 raise
 
-    def forecast_sync(self, question: ForecastingQuestion | str, **fields: Any) -> Forecast:
+    def forecast_sync(self, question: ForecastingQuestion | str, **fields: Any) -> AnyForecast:
         """Blocking convenience for scripts and notebooks; raises :class:`ForecastError` on failure."""
         if isinstance(question, str):
             question = ForecastingQuestion(title=question, **fields)
@@ -362,16 +381,51 @@ def _recording_init(init: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def _as_forecast(result: Any) -> Forecast:
-    if isinstance(result, Forecast):
-        return Forecast.model_validate(result.model_dump())  # re-validate: fields may have been mutated
+class WrongKind(TypeError):
+    """A forecast of another kind than the question takes (a probability for a multiple-choice question...)."""
+
+
+#: What each kind of question takes, as the failure of a forecaster that returned something else says it.
+_TAKES = {
+    Forecast: "a Forecast (a probability of YES)",
+    ChoiceForecast: "a ChoiceForecast (a probability per option)",
+    NumericForecast: "a NumericForecast (a CDF on the question's grid, e.g. NumericForecast.from_percentiles)",
+}
+
+
+def as_forecast(result: Any, question: ForecastingQuestion) -> AnyForecast:
+    """``result`` as the forecast ``question`` takes, re-validated (its fields may have been changed after it
+    was made); raises :class:`WrongKind` for a forecast of another kind, ValueError/TypeError when it is invalid."""
+    kind = question.question_type
     if isinstance(result, int | float) and not isinstance(result, bool):
+        if kind not in BINARY_TYPES:
+            raise _wrong_kind(question, "a plain number")
         if not math.isfinite(result) or not 0.0 <= result <= 1.0:
             raise ValueError(probability_problem(result))
         return Forecast(prob=float(result))
-    if isinstance(result, Mapping):
-        return Forecast.model_validate(result)
-    raise TypeError(f"forecast() must return a Forecast, got {type(result).__name__}")
+    if isinstance(result, Forecast | ChoiceForecast | NumericForecast):
+        data: Any = result.model_dump()
+        given = type(result).__name__
+    elif isinstance(result, Mapping):
+        data, given = dict(result), None
+    else:
+        wanted = forecast_class(kind).__name__
+        raise TypeError(f"forecast() must return a {wanted} for a {kind} question, got {type(result).__name__}")
+    if given is not None and not isinstance(result, forecast_class(kind)):
+        raise _wrong_kind(question, f"a {given}")
+    keys = [k for k in _KEYS.values() if k in data]
+    if given is None and len(keys) == 1 and keys[0] != _KEYS[forecast_class(kind)]:
+        raise _wrong_kind(question, f"a forecast with {keys[0]!r}")
+    return parse_forecast(question, data)
+
+
+_KEYS: dict[type, str] = {Forecast: "prob", ChoiceForecast: "probs", NumericForecast: "cdf"}
+
+
+def _wrong_kind(question: ForecastingQuestion, given: str) -> WrongKind:
+    takes = _TAKES[forecast_class(question.question_type)]
+    kind = question.question_type.replace("_", " ")
+    return WrongKind(f"the forecaster returned {given} for a {kind} question, which takes {takes}")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -2,9 +2,14 @@
 
 ``ft:bot.py::MyBot``, ``ft:package.module:MyBot`` or ``ft:TemplateBot`` (any bot the library exports)
 names a bot class; ``-F`` options go to its constructor. Each of our questions becomes the library's
-``BinaryQuestion`` and the bot runs its own research and binary forecast with its own settings; it
-never publishes. The library changes the process when imported (it patches asyncio with nest_asyncio,
-keeps class-level semaphores, sets litellm options globally) and takes seconds to import, so it is
+question of its type (``BinaryQuestion``, ``MultipleChoiceQuestion``, ``NumericQuestion``, ``DateQuestion``)
+and the bot runs its own research and forecast method for that type with its own settings; it never
+publishes. Its ``PredictedOptionList`` becomes a :class:`~consistency.models.ChoiceForecast` (options matched
+by name) and its ``NumericDistribution`` a :class:`~consistency.models.NumericForecast`: the 201-point CDF the
+library would post to Metaculus (``get_cdf()``, which is on our grid).
+
+The library changes the process when imported (it patches asyncio with nest_asyncio, keeps class-level
+semaphores, sets litellm options globally) and takes seconds to import, so it is
 imported here once, lazily, only when a bot is used (after a bot file was checked), with litellm's
 bundled cost map instead of a network fetch. Each bot call runs on a thread and event loop of its
 own (:mod:`.bot_threads`): a bot that blocks its loop costs only its own question.
@@ -22,14 +27,17 @@ import logging
 import os
 import re
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from .. import distributions as dist
 from ..extras import install_hint
 from ..llm.secrets import redact
-from ..models import Forecast, ForecastingQuestion
-from .base import Forecaster, note_call
+from ..models import AnyForecast, Forecast, ForecastingQuestion, NumericForecast, parse_forecast
+from .answers import PERCENTILES, choice_forecast
+from .base import Forecaster, ForecastError, note_call
 from .bot_threads import THREADS, logging_worker_per_thread, share_loop_primitives
 from .loading import ForecasterSpecError
 
@@ -203,7 +211,8 @@ def bot_forecaster_class(spec: str) -> type[BotForecaster]:
 class BotForecaster(Forecaster):
     """A forecasting-tools bot as a forecaster: ``BotForecaster(MyBot(llms=...))`` or ``BotForecaster(MyBot)``.
 
-    The bot's probability is the forecast; its reasoning and research (trimmed) go in the metadata.
+    The bot's prediction is the forecast (a probability, an option list or a distribution, by the question's
+    type); its reasoning and research (trimmed) go in the metadata.
     A question the bot fails on (it raised, or too few of its predictions succeeded) is a failed item
     with the bot's own exception as the reason. Forecasts are kept in the response cache, keyed by the
     bot's code, configuration and the question, so an unchanged bot is not asked again.
@@ -247,21 +256,18 @@ class BotForecaster(Forecaster):
             out["bot_config"] = f"unavailable ({type(exc).__name__})"
         return out
 
-    async def forecast(self, question: ForecastingQuestion) -> Forecast:
-        ft = forecasting_tools()
-        binary = binary_question(question)
-        cache, key = self._cache(), self._key(binary)
+    async def forecast(self, question: ForecastingQuestion) -> AnyForecast:
+        asked = library_question(question)
+        cache, key = self._cache(), self._key(asked)
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
             note_call(_call(cache_hit=True))
-            return Forecast.model_validate(hit["forecast"])
+            return parse_forecast(question, hit["forecast"])
         try:
-            report = await THREADS.run(self.bot.forecast_question(binary, return_exceptions=False))
+            report = await THREADS.run(self.bot.forecast_question(asked, return_exceptions=False))
         except Exception as exc:
             raise _root_cause(exc) from exc
-        if not isinstance(report, ft.BinaryReport):
-            raise TypeError(f"the bot returned a {type(report).__name__}, not a BinaryReport")
-        forecast = Forecast(prob=float(report.prediction), metadata=_metadata(report))
+        forecast = report_forecast(question, report)
         note_call(_call(cost=report.price_estimate or 0.0))
         if cache is not None:
             cache.put(key, self.label, {"forecast": forecast.model_dump(mode="json")})
@@ -271,7 +277,7 @@ class BotForecaster(Forecaster):
         llm = getattr(self, "llm", None)
         return getattr(llm, "cache", None)
 
-    def _key(self, binary: Any) -> str:
+    def _key(self, asked: Any) -> str:
         cls = type(self.bot)
         try:
             config = {k: v for k, v in self.bot.get_config().items() if k not in _NOT_ANSWERS}
@@ -284,7 +290,7 @@ class BotForecaster(Forecaster):
             f"{cls.__module__}:{cls.__qualname__}",
             code_digest(cls),
             config,
-            binary.model_dump(mode="json", exclude={"date_accessed"}),
+            asked.model_dump(mode="json", exclude={"date_accessed"}),
         ]
         text = _ADDRESS.sub("", json.dumps(payload, sort_keys=True, default=str))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -325,9 +331,11 @@ def make_bot(cls: type, options: dict[str, Any]) -> Any:
         raise ForecasterSpecError(f"cannot create {cls.__name__}: {type(exc).__name__}: {exc}") from None
 
 
-def binary_question(question: ForecastingQuestion) -> Any:
-    """Our question as the library's ``BinaryQuestion``: title, resolution criteria, fine print,
-    background, dates and URL where we have them; our id in ``custom_metadata``."""
+def library_question(question: ForecastingQuestion) -> Any:
+    """Our question as the library's question of its type: title, resolution criteria, fine print, background,
+    dates and URL where we have them, our id in ``custom_metadata``; the options of a multiple-choice question;
+    the bounds (open or closed), unit and scale of a numeric or date one (a log scale as the library's
+    ``zero_point``, 0 for a plain one; dates as datetimes)."""
     ft = forecasting_tools()
     meta = question.metadata or {}
     extra = question.model_extra or {}
@@ -339,17 +347,66 @@ def binary_question(question: ForecastingQuestion) -> Any:
                 return value
         return None
 
-    return ft.BinaryQuestion(
-        question_text=question.title,
-        resolution_criteria=question.body or None,
-        fine_print=text("fine_print"),
-        background_info=text("background_info", "background"),
-        page_url=question.url,
-        scheduled_resolution_time=question.resolution_date,
-        open_time=question.created_date,
-        published_time=question.created_date,
-        custom_metadata={"consistency_question_id": question.id, "data_source": question.data_source},
-    )
+    common: dict[str, Any] = {
+        "question_text": question.title,
+        "resolution_criteria": question.body or None,
+        "fine_print": text("fine_print"),
+        "background_info": text("background_info", "background"),
+        "page_url": question.url,
+        "scheduled_resolution_time": question.resolution_date,
+        "open_time": question.created_date,
+        "published_time": question.created_date,
+        "custom_metadata": {"consistency_question_id": question.id, "data_source": question.data_source},
+    }
+    kind = question.question_type
+    if kind == "multiple_choice":
+        return ft.MultipleChoiceQuestion(options=list(question.options or []), **common)
+    r = question.range
+    if r is None:
+        return ft.BinaryQuestion(**common)
+    bounds: dict[str, Any] = {
+        "open_lower_bound": r.open_lower,
+        "open_upper_bound": r.open_upper,
+        "zero_point": (r.zero_point or 0.0) if r.scale == "log" else None,
+        "cdf_size": dist.GRID_POINTS,
+    }
+    if kind == "date":
+        at = {"lower_bound": datetime.fromtimestamp(r.lower, UTC), "upper_bound": datetime.fromtimestamp(r.upper, UTC)}
+        return ft.DateQuestion(**at, **bounds, **common)
+    return ft.NumericQuestion(lower_bound=r.lower, upper_bound=r.upper, unit_of_measure=r.unit, **bounds, **common)
+
+
+def report_forecast(question: ForecastingQuestion, report: Any) -> AnyForecast:
+    """The bot's report as the forecast ``question`` takes; a report of another kind, or a prediction that does
+    not fit the question (other option names, a CDF of another size), is a failed forecast saying so."""
+    ft = forecasting_tools()
+    metadata = _metadata(report)
+    kind = question.question_type
+    if kind == "multiple_choice":
+        _expect(report, ft.MultipleChoiceReport)
+        stated = {o.option_name: float(o.probability) for o in report.prediction.predicted_options}
+        options = list(question.options or [])
+        if set(stated) != set(options):
+            raise ForecastError(
+                f"the bot's options ({', '.join(map(repr, stated))}) are not the question's "
+                f"({', '.join(map(repr, options))})"
+            )
+        return choice_forecast(question, [stated[o] for o in options], metadata)
+    if question.range is not None:
+        _expect(report, ft.NumericReport)
+        cdf = [float(p.percentile) for p in report.prediction.get_cdf()]
+        if len(cdf) != dist.GRID_POINTS:
+            raise ForecastError(f"the bot's CDF has {len(cdf)} points, not the {dist.GRID_POINTS} of the question")
+        heights = report.prediction.get_percentiles_at_target_heights([p / 100 for p in PERCENTILES])
+        metadata["percentiles"] = {str(p): float(h.value) for p, h in zip(PERCENTILES, heights, strict=True)}
+        return NumericForecast(cdf=cdf, metadata=metadata)
+    _expect(report, ft.BinaryReport)
+    return Forecast(prob=float(report.prediction), metadata=metadata)
+
+
+def _expect(report: Any, cls: type) -> None:
+    if not isinstance(report, cls):
+        raise TypeError(f"the bot returned a {type(report).__name__}, not a {cls.__name__}")
 
 
 def code_digest(cls: type) -> str:

@@ -11,8 +11,17 @@ from pydantic import BaseModel, Field
 
 from ..llm import LLM, LLMResult
 from ..llm.specs import parse_model_spec
-from ..models import Forecast, ForecastingQuestion
+from ..models import NUMERIC_TYPES, AnyForecast, Forecast, ForecastingQuestion
 from ..prompts import question_block, render
+from .answers import (
+    answer_forecast,
+    choice_answer,
+    option_lines,
+    percentile_answer,
+    percentile_names,
+    range_lines,
+    value_format,
+)
 from .base import Forecaster, ForecastError, note_call
 from .loading import ForecasterSpecError
 
@@ -71,11 +80,62 @@ class ExtractedForecast(BaseModel):
     prob: float = Field(ge=0.0, le=1.0, description="The probability of YES the reasoning concluded with.")
 
 
-def forecast_messages(question: ForecastingQuestion, system: str = "forecast_system", user: str = "forecast_user"):
-    return [
-        {"role": "system", "content": render(system)},
-        {"role": "user", "content": render(user, question=question_block(question))},
-    ]
+def forecast_messages(
+    question: ForecastingQuestion, system: str = "forecast_system", user: str = "forecast_user", **values: str
+) -> list[dict[str, str]]:
+    """The system and user messages of a prompt pair; a multiple-choice or numeric question's user prompt also gets
+    its options or range (``$options``/``$count`` or ``$range``/``$levels``/``$format``)."""
+    user_text = render(user, **{"question": question_block(question), **question_parts(question), **values})
+    return [{"role": "system", "content": render(system)}, {"role": "user", "content": user_text}]
+
+
+def question_parts(question: ForecastingQuestion) -> dict[str, str]:
+    """What a multiple-choice or numeric prompt states beyond the question block."""
+    if question.question_type == "multiple_choice":
+        return {"options": option_lines(question), "count": str(len(question.options or []))}
+    if question.question_type in NUMERIC_TYPES:
+        return {"range": range_lines(question), "levels": percentile_names(), "format": value_format(question)}
+    return {}
+
+
+def prompt_kind(question: ForecastingQuestion) -> str:
+    """The infix of a question type's prompt files: ``choice``, ``numeric`` (dates too), or none for yes/no."""
+    if question.question_type == "multiple_choice":
+        return "choice"
+    return "numeric" if question.question_type in NUMERIC_TYPES else ""
+
+
+def answer_model(question: ForecastingQuestion, lead: str | None, name: str) -> type[BaseModel]:
+    """The structured answer a multiple-choice or numeric question is asked for (``name``: the schema's title)."""
+    if question.question_type == "multiple_choice":
+        return choice_answer(len(question.options or []), lead, f"Choice{name}")
+    return percentile_answer(question, lead, f"Percentile{name}")
+
+
+def basic_request(
+    question: ForecastingQuestion, reasoning: bool = True
+) -> tuple[list[dict[str, str]], type[BaseModel]]:
+    """The basic forecaster's messages and answer schema for ``question`` (the inspect solver sends the same).
+
+    A multiple-choice question is asked for a probability per option, a numeric or date one for percentiles
+    (:mod:`.answers`); without ``reasoning`` the same system prompt, a shorter request and no justification."""
+    kind = prompt_kind(question)
+    if kind:
+        lead = "reasoning" if reasoning else None
+        user = f"forecast_{kind}_user" if reasoning else f"forecast_{kind}_brief_user"
+        return forecast_messages(question, f"forecast_{kind}_system", user), answer_model(question, lead, "Answer")
+    if not reasoning:
+        return forecast_messages(question, "forecast_brief_system", "forecast_brief_user"), ProbabilityAnswer
+    return forecast_messages(question), ForecastAnswer
+
+
+def basic_forecast(question: ForecastingQuestion, answer: BaseModel) -> AnyForecast:
+    """The forecast a :func:`basic_request` answer stands for (its justification, if any, in the metadata)."""
+    if isinstance(answer, ProbabilityAnswer):
+        return Forecast(prob=answer.prob)
+    if isinstance(answer, ForecastAnswer):
+        return Forecast(prob=answer.prob, metadata={"reasoning": answer.reasoning})
+    return answer_forecast(question, answer, "reasoning" if "reasoning" in type(answer).model_fields else None)
 
 
 class LLMForecaster(Forecaster):
@@ -123,16 +183,13 @@ class BasicForecaster(LLMForecaster):
 
     def request(self, question: ForecastingQuestion) -> tuple[list[dict[str, str]], type[BaseModel]]:
         """The messages and answer schema this forecaster sends for ``question`` (``cc ask`` sends the same)."""
-        if not self.reasoning:
-            return forecast_messages(question, "forecast_brief_system", "forecast_brief_user"), ProbabilityAnswer
-        return forecast_messages(question), ForecastAnswer
+        return basic_request(question, self.reasoning)
 
-    async def forecast(self, question: ForecastingQuestion) -> Forecast:
+    async def forecast(self, question: ForecastingQuestion) -> AnyForecast:
         messages, schema = self.request(question)
-        answer = self._value(await self._client().structured(self.model, messages, schema, **self.params))
-        if schema is ProbabilityAnswer:
-            return Forecast(prob=answer.prob)
-        return Forecast(prob=answer.prob, metadata={"reasoning": answer.reasoning})
+        return basic_forecast(
+            question, self._value(await self._client().structured(self.model, messages, schema, **self.params))
+        )
 
 
 class CoTForecaster(LLMForecaster):
@@ -145,18 +202,21 @@ class CoTForecaster(LLMForecaster):
         self.extractor = extractor or model
         parse_model_spec(self.extractor)
 
-    async def forecast(self, question: ForecastingQuestion) -> Forecast:
+    async def forecast(self, question: ForecastingQuestion) -> AnyForecast:
         llm = self._client()
-        messages = forecast_messages(question, "cot_system", "cot_user")
+        kind = prompt_kind(question)
+        infix = f"_{kind}" if kind else ""
+        messages = forecast_messages(question, f"cot{infix}_system", f"cot{infix}_user")
         reasoning = self._value(await llm.text(self.model, messages, **self.params))
-        extract = [
-            {"role": "system", "content": render("extract_system")},
-            {
-                "role": "user",
-                "content": render("extract_user", question=question_block(question), reasoning=reasoning.strip()),
-            },
-        ]
-        answer = self._value(await llm.structured(self.extractor, extract, ExtractedForecast))
+        extract = forecast_messages(
+            question, f"extract{infix}_system", f"extract{infix}_user", reasoning=reasoning.strip()
+        )
+        schema = answer_model(question, "reasoning_summary", "Extract") if kind else ExtractedForecast
+        answer = self._value(await llm.structured(self.extractor, extract, schema))
+        if kind:
+            forecast = answer_forecast(question, answer, "reasoning_summary")
+            forecast.metadata = {"reasoning": reasoning, **forecast.metadata}
+            return forecast
         return Forecast(
             prob=answer.prob, metadata={"reasoning": reasoning, "reasoning_summary": answer.reasoning_summary}
         )

@@ -1,5 +1,6 @@
-"""A forecasting-tools bot as a bot builder writes one (research, then a binary forecast, through the
-library's own GeneralLlm), with its LLMs pointed at an OpenAI-compatible server: BOT_BASE_URL."""
+"""forecasting-tools bots as a bot builder writes them (research, then a forecast, through the library's own
+GeneralLlm), with their LLMs pointed at an OpenAI-compatible server: BOT_BASE_URL. ScriptedBot forecasts
+binary questions only; AllTypesBot multiple-choice and numeric ones too."""
 
 import os
 
@@ -8,6 +9,8 @@ from forecasting_tools import (
     ForecastBot,
     GeneralLlm,
     MetaculusQuestion,
+    MultipleChoiceQuestion,
+    NumericQuestion,
     PredictionExtractor,
     ReasonedPrediction,
 )
@@ -48,3 +51,41 @@ class ScriptedBot(ForecastBot):
 class BrokenBot(ScriptedBot):
     async def _run_forecast_on_binary(self, question: BinaryQuestion, research: str) -> ReasonedPrediction[float]:
         raise ValueError("the parser could not read a probability")
+
+
+class AllTypesBot(ScriptedBot):
+    """A bot that also forecasts multiple-choice and numeric questions, as the library's older template bots do:
+    one LLM call each, its option percentages or percentile lines read by the library's PredictionExtractor."""
+
+    async def _run_forecast_on_multiple_choice(self, question: MultipleChoiceQuestion, research: str):
+        options = "\n".join(f"{i}. {o}" for i, o in enumerate(question.options, start=1))
+        prompt = (
+            "You are a professional forecaster.\n"
+            f"Question: {question.question_text}\n"
+            f"Options:\n{options}\n"
+            f"Research: {research}\n"
+            'End with one line per option, in order: "Option: NN%"'
+        )
+        reasoning = await self.get_llm("default", "llm").invoke(prompt)
+        prediction = PredictionExtractor.extract_option_list_with_percentage_afterwards(reasoning, question.options)
+        return ReasonedPrediction(prediction_value=prediction, reasoning=reasoning)
+
+    async def _run_forecast_on_numeric(self, question: NumericQuestion, research: str):
+        def side(open_: bool) -> str:
+            return "open" if open_ else "closed"
+
+        scale = "linear" if question.zero_point is None else f"logarithmic around {question.zero_point:g}"
+        prompt = (
+            "You are a professional forecaster.\n"
+            f"Question: {question.question_text}\n"
+            f"Lower bound: {question.lower_bound:g} ({side(question.open_lower_bound)})\n"
+            f"Upper bound: {question.upper_bound:g} ({side(question.open_upper_bound)})\n"
+            f"Scale: {scale}\n"
+            f"Research: {research}\n"
+            'End with lines "Percentile N: X" for N = 5, 10, 25, 50, 75, 90, 95.'
+        )
+        reasoning = await self.get_llm("default", "llm").invoke(prompt)
+        prediction = PredictionExtractor.extract_numeric_distribution_from_list_of_percentile_number_and_probability(
+            reasoning, question
+        )
+        return ReasonedPrediction(prediction_value=prediction, reasoning=reasoning)

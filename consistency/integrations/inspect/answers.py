@@ -1,4 +1,4 @@
-"""Reading a probability out of a model's answer, whatever shape it came in.
+"""Reading a probability (or a multiple-choice or numeric distribution) out of a model's answer.
 
 The solver asks for our structured answer (``{"reasoning": ..., "prob": ...}``), but through inspect
 a provider may ignore the schema: JSON inside a code fence or prose, a percentage, or a sentence
@@ -12,7 +12,9 @@ import math
 import re
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+
+from ...models import AnyForecast, Forecast, ForecastingQuestion
 
 _PROB_KEYS = ("prob", "probability", "p", "forecast", "likelihood", "chance")
 _REASON_KEYS = ("reasoning", "reason", "rationale", "explanation", "justification")
@@ -24,16 +26,34 @@ _BARE = re.compile(r"^\s*" + _NUMBER + r"\s*$")
 
 
 class Answer(BaseModel):
-    """One question's answer as the scorer and the log keep it: the probability, or why there is none."""
+    """One question's answer as the scorer and the log keep it: the probability (a yes/no question) or the
+    distribution (``forecast``: ``{"probs": ...}`` of a multiple-choice question, ``{"cdf": ...}`` of a numeric
+    or date one), or why there is none."""
 
     prob: float | None = None
+    forecast: dict[str, Any] | None = None
     reasoning: str | None = None
     raw: str = ""
     error: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.prob is not None
+        return self.error is None and (self.prob is not None or self.forecast is not None)
+
+    def forecast_data(self) -> dict[str, Any]:
+        """The forecast as a forecast line holds it (without metadata)."""
+        return {"prob": self.prob} if self.forecast is None else dict(self.forecast)
+
+    @classmethod
+    def of(cls, forecast: AnyForecast, raw: str = "") -> Answer:
+        """The answer a forecast of any kind stands for."""
+        meta = forecast.metadata
+        reasoning = meta.get("reasoning") if isinstance(meta, dict) else None
+        reasoning = reasoning if isinstance(reasoning, str) else None
+        if isinstance(forecast, Forecast):
+            return cls(prob=forecast.prob, reasoning=reasoning, raw=raw)
+        data = forecast.model_dump(mode="json", exclude={"metadata"})
+        return cls(forecast=data, reasoning=reasoning, raw=raw)
 
 
 class AnswerError(ValueError):
@@ -47,6 +67,22 @@ def parse_answer(text: str) -> Answer:
     except AnswerError as exc:
         return Answer(raw=text, error=str(exc))
     return Answer(prob=prob, reasoning=reasoning, raw=text)
+
+
+def parse_distribution(text: str, question: ForecastingQuestion, schema: type[BaseModel]) -> Answer:
+    """A multiple-choice or numeric answer: the first JSON object in ``text`` (whole, fenced or embedded) that
+    fits ``schema`` (:func:`~consistency.forecasters.llm.basic_request`'s), as a forecast; else why not."""
+    from ...forecasters.llm import basic_forecast
+
+    error = f"no JSON object in the answer: {_clip(text)}" if text.strip() else "the model gave an empty answer"
+    for candidate in _json_candidates(text):
+        try:
+            answer = schema.model_validate(candidate)
+        except ValidationError as exc:
+            error = f"the answer does not fit {schema.__name__}: {exc.errors()[0]['msg']}"
+            continue
+        return Answer.of(basic_forecast(question, answer), raw=text)
+    return Answer(raw=text, error=error)
 
 
 def _read(text: str) -> tuple[float, str | None]:

@@ -73,3 +73,11 @@ def describe(check: str, questions: dict[str, ForecastingQuestion]) -> str:
     lines = [f"{check.lower()} tuple; each question is asked separately:"]
     lines += [f"{field}: {q.title}" for field, q in questions.items()]
     return "\n".join(lines)
+
+
+def check_order(class_name: str) -> tuple[int, str]:
+    """The bundled checks in their order, then any other check (not yet in the bundled benchmark) by name."""
+    from ...checks import all_checks
+
+    listed = [c.class_name for c in all_checks()]
+    return (listed.index(class_name), "") if class_name in listed else (len(listed), class_name)

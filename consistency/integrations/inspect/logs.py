@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...checks import all_checks, get_check
+from ...checks import get_check
 from ...evaluation.scoring import ScoreReport, ScoringError, score_path, write_report, write_stats
 from ...extras import install_hint
 from ...jsonl import LineError, atomic_write, dump_line
 from ...metrics.scoring import ScoreParams
 from .answers import Answer
-from .dataset import ANSWERS_KEY
+from .dataset import ANSWERS_KEY, check_order
 from .logzip import UnsafeLog, check_eval_zip
 
 #: The name our scorer has in a log's sample scores.
@@ -121,16 +121,14 @@ def write_forecasts(log_path: str | Path, out_dir: str | Path) -> LogForecasts:
         entry = {
             f: {
                 "question": meta["questions"][f],
-                "forecast": {"prob": answers[f].prob, "metadata": _forecast_metadata(answers[f], sample)},
+                "forecast": {**answers[f].forecast_data(), "metadata": _forecast_metadata(answers[f], sample)},
             }
             for f in check.field_names
         }
         lines[check.class_name].append((line, sample.epoch, {"line": entry}))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for check in all_checks():
-        if check.class_name not in lines:
-            continue
+    for check in (get_check(name) for name in sorted(lines, key=check_order)):
         target = out / f"{check.class_name}.jsonl"
         with atomic_write(target) as fh:
             for _, _, obj in sorted(lines[check.class_name], key=lambda item: item[:2]):
@@ -236,11 +234,8 @@ def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | No
                 skipped += 1
                 continue
             questions = {f: item.line[f].question for f in check.field_names}
-            answers = {
-                f: Answer(prob=item.line[f].forecast.prob, reasoning=_reasoning(item.line[f].forecast.metadata))
-                for f in check.field_names
-            }
-            score = tuple_score(check.class_name, answers, params)
+            answers = {f: Answer.of(item.line[f].forecast) for f in check.field_names}
+            score = tuple_score(check.class_name, answers, params, questions)
             rows.append((check.class_name, score.value))
             samples.append(
                 EvalSample(
@@ -286,12 +281,6 @@ def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | No
     target.parent.mkdir(parents=True, exist_ok=True)
     write_eval_log(log, str(target))
     return metrics
-
-
-def _reasoning(metadata: Any) -> str | None:
-    if isinstance(metadata, dict) and isinstance(metadata.get("reasoning"), str):
-        return metadata["reasoning"]
-    return None
 
 
 def _run_meta(run: Path) -> dict[str, Any]:

@@ -16,20 +16,29 @@ from typing import Any
 import numpy as np
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
+from pydantic import ValidationError
 
-from ...checks import get_check
+from ...checks import Check, get_check
 from ...metrics import DEFAULT_EPSILON
 from ...metrics.scoring import ScoreParams, score_forecasts
+from ...models import ForecastEntry, ForecastingQuestion
+from ...outcomes import TupleShapeError, forecast_row
 from .answers import Answer
 from .compat import registered_name
-from .dataset import ANSWERS_KEY
+from .dataset import ANSWERS_KEY, check_order, questions_of
 
 #: The two metrics ``cc`` reports, by the key they have in a Score's value.
 METRIC_KEYS = {"arbitrage": "default", "frequentist": "frequentist"}
 
 
-def tuple_score(check_name: str, answers: dict[str, Answer], params: ScoreParams) -> Score:
-    """The Score of one tuple's answers (also used to rebuild Scores when exporting a ``cc`` run)."""
+def tuple_score(
+    check_name: str,
+    answers: dict[str, Answer],
+    params: ScoreParams,
+    questions: dict[str, ForecastingQuestion] | None = None,
+) -> Score:
+    """The Score of one tuple's answers (also used to rebuild Scores when exporting a ``cc`` run); a check with
+    multiple-choice or numeric fields needs the tuple's ``questions`` to put the distributions in its columns."""
     check = get_check(check_name)
     shown = {field: a.model_dump() for field, a in answers.items()}
     problems = [
@@ -45,13 +54,22 @@ def tuple_score(check_name: str, answers: dict[str, Answer], params: ScoreParams
             explanation=f"no forecast for {reason}",
             metadata={"check": check.class_name, "answers": shown, "error": reason},
         )
-    probs = [answers[field].prob for field in check.field_names]
+    try:
+        probs = _row(check, answers, questions)
+    except (TupleShapeError, ValidationError) as exc:
+        reason = str(exc).splitlines()[0]
+        return Score(
+            value={"arbitrage": None, "frequentist": None, "failed": 1.0},
+            answer=None,
+            explanation=f"the forecasts do not fit the check: {reason}",
+            metadata={"check": check.class_name, "answers": shown, "error": reason},
+        )
     scores = score_forecasts(check, np.array([probs], dtype=float), params=params)
     data = scores.violation_data(0)
     arb, freq = data["default"], data["frequentist"]
     return Score(
         value={"arbitrage": arb["violation"], "frequentist": freq["violation"], "failed": 0.0},
-        answer=json.dumps(dict(zip(check.field_names, probs, strict=True))),
+        answer=json.dumps(dict(zip(check.columns, probs, strict=True))),
         explanation=(
             f"arbitrage {arb['violation']:.6g} nats ({arb['check_result'].lower()}), "
             f"frequentist {freq['violation']:.6g} ({freq['check_result'].lower()})"
@@ -63,6 +81,16 @@ def tuple_score(check_name: str, answers: dict[str, Answer], params: ScoreParams
             "certificate": {"prices": arb["arbitrage_prices"], "gap": arb["gap"], "epsilon": arb["epsilon"]},
         },
     )
+
+
+def _row(check: Check, answers: dict[str, Answer], questions: dict[str, ForecastingQuestion] | None) -> list[float]:
+    """The tuple's forecasts in the check's columns (the probabilities of a yes/no check)."""
+    if not check.categorical:
+        return [float(answers[field].prob) for field in check.field_names]  # type: ignore[arg-type]
+    if questions is None:
+        raise TupleShapeError(f"{check.name}: scoring multiple-choice or numeric fields needs the tuple's questions")
+    entries = {f: ForecastEntry(question=questions[f], forecast=answers[f].forecast_data()) for f in check.field_names}
+    return [float(x) for x in forecast_row(check, entries)]
 
 
 def check_metrics(rows: list[tuple[str, dict[str, Any]]], params: ScoreParams | None = None) -> dict[str, float]:
@@ -79,7 +107,7 @@ def check_metrics(rows: list[tuple[str, dict[str, Any]]], params: ScoreParams | 
             per_check[check][key].append(float(value[key]))
     out: dict[str, float] = {}
     figures: dict[str, list[float]] = defaultdict(list)
-    for check in sorted(per_check, key=_check_order):
+    for check in sorted(per_check, key=check_order):
         for key, cc_metric in METRIC_KEYS.items():
             values = np.array(per_check[check][key], dtype=float)
             if not len(values):
@@ -97,12 +125,6 @@ def check_metrics(rows: list[tuple[str, dict[str, Any]]], params: ScoreParams | 
     out["scored"] = float(len(rows) - failed)
     out["failed"] = float(failed)
     return {k: out[k] for k in sorted(out, key=lambda k: ("/" in k, k))}
-
-
-def _check_order(class_name: str) -> int:
-    from ...checks import all_checks
-
-    return [c.class_name for c in all_checks()].index(class_name)
 
 
 # scores="unreduced": every epoch is a tuple forecast, as in `cc score LOG`
@@ -129,6 +151,6 @@ def consistency_scorer(epsilon: float = DEFAULT_EPSILON) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         recorded = state.store.get(ANSWERS_KEY, {})
         answers = {field: Answer.model_validate(a) for field, a in recorded.items()}
-        return tuple_score(state.metadata["check"], answers, params)
+        return tuple_score(state.metadata["check"], answers, params, questions_of(state.metadata))
 
     return score

@@ -28,14 +28,14 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import collect, json_schema
 from pydantic import BaseModel, ValidationError
 
-from ...forecasters.base import ForecastError
-from ...forecasters.llm import ForecastAnswer, forecast_messages
+from ...forecasters.base import ForecastError, WrongKind, as_forecast
+from ...forecasters.llm import ForecastAnswer, basic_request
 from ...forecasters.loading import load_forecaster
 from ...llm import LLMResult, LLMSettings
 from ...llm.errors import describe, transient
 from ...llm.retry import backoff
 from ...models import ForecastingQuestion
-from .answers import Answer, parse_answer
+from .answers import Answer, parse_answer, parse_distribution
 from .compat import eval_max_retries, registered_name
 from .dataset import ANSWERS_KEY, questions_of
 
@@ -113,15 +113,18 @@ def _retried_by_inspect(model: Model, exc: Exception) -> bool:
 
 
 async def ask(model: Model, question: ForecastingQuestion) -> Answer:
-    """Our forecasting prompt and structured answer, through inspect's model; parsed leniently."""
-    config = GenerateConfig(response_schema=_schema(ForecastAnswer))
+    """Our forecasting prompt and structured answer (the basic forecaster's, with its justification), through
+    inspect's model; a probability is read leniently, a distribution must fit its schema."""
+    messages, schema = basic_request(question)
     try:
-        out = await generate(model, _chat(forecast_messages(question)), config)
+        out = await generate(model, _chat(messages), GenerateConfig(response_schema=_schema(schema)))
     except Unanswered as exc:
         return Answer(raw="", error=str(exc))
     if out.error:
         return Answer(raw=out.completion, error=f"the model returned an error: {out.error}")
-    return parse_answer(out.completion)
+    if schema is ForecastAnswer:
+        return parse_answer(out.completion)
+    return parse_distribution(out.completion, question, schema)
 
 
 async def _record(state: TaskState, answers: dict[str, Answer]) -> TaskState:
@@ -141,7 +144,7 @@ def forecast_tuple() -> Solver:
         questions = questions_of(state.metadata)
 
         def one(q: ForecastingQuestion) -> Awaitable[Answer]:
-            key = json.dumps([str(model), state.epoch, forecast_messages(q)], sort_keys=True)
+            key = json.dumps([str(model), state.epoch, basic_request(q)[0]], sort_keys=True)
             return memo.get(key, lambda: ask(model, q))
 
         answers = await collect(*(one(q) for q in questions.values()))
@@ -209,12 +212,15 @@ def forecaster_tuple(forecaster: str, options: dict[str, Any] | None = None) -> 
 
     async def one(q: ForecastingQuestion) -> Answer:
         try:
-            forecast = await built.forecast(q)
+            forecast = as_forecast(await built.forecast(q), q)
         except ForecastError as exc:
             return Answer(raw=exc.raw or "", error=str(exc))
-        return Answer(
-            prob=forecast.prob, reasoning=_reasoning(forecast.metadata), raw=json.dumps(forecast.metadata, default=str)
-        )
+        except WrongKind as exc:
+            return Answer(error=str(exc))
+        except (ValueError, TypeError) as exc:
+            return Answer(error=f"invalid forecast: {str(exc).splitlines()[0]}")
+        answer = Answer.of(forecast, raw=json.dumps(forecast.metadata, default=str))
+        return answer.model_copy(update={"reasoning": _reasoning(forecast.metadata)})
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         questions = questions_of(state.metadata)
