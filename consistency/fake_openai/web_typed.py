@@ -103,7 +103,9 @@ def metaculus_typed_question(
 ) -> dict[str, Any]:
     """A multiple-choice, numeric, discrete or date question as ``/api/posts/`` serializes it, with its
     full aggregation history (the server shows what each request may see). ``early`` is the community
-    forecast from the opening until ``final_days`` before the resolution, ``final`` after."""
+    forecast from the opening until ``final_days`` before the resolution, ``final`` after.
+
+    Kept whole: it spells one JSON document in the API's own field order, which reads best as one piece."""
     status = "resolved" if resolution is not None else "open"
     continuous = kind in ("numeric", "discrete", "date")
     count = (outcomes or 200) if continuous else None
