@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..errors import InputError
 from .builtin import BUILTIN_CHECKS, PAPER_CHECKS
 from .check import BINARY, CONDITIONAL, Check, CheckDeclarationError
 from .combination import COMBINATION
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-class UnknownCheckError(KeyError):
+class UnknownCheckError(InputError, KeyError):
     """No registered check has this name."""
 
     def __str__(self) -> str:

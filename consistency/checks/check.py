@@ -16,6 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..errors import InputError
 from .condition import ConditionError, Constraint, affine_identities, parse_condition
 from .logic import Formula, FormulaSyntaxError, Truth, parse, variables
 
@@ -26,7 +27,7 @@ CONDITIONAL = "conditional_binary"
 TRUE, FALSE, NONE = 1, 0, -1
 
 
-class CheckDeclarationError(ValueError):
+class CheckDeclarationError(InputError):
     """A check declaration that is malformed or contradicts its own logic."""
 
 

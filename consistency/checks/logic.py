@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..errors import InputError
+
 Truth = bool | None
 
 
@@ -165,7 +167,7 @@ _TOKEN = re.compile(r"\s*(?:(\()|(\))|([A-Za-z_][A-Za-z_0-9]*))")
 _KEYWORDS = {"not", "and", "or", "given", "implies"}
 
 
-class FormulaSyntaxError(ValueError):
+class FormulaSyntaxError(InputError):
     pass
 
 

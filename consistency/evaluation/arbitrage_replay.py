@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import Check, get_check
+from ..errors import InputError
 from ..forecasters.arbitrage import SIDECAR
 from ..jsonl import LineError, atomic_write, dump_line, iter_json_lines
 from ..metrics.arbitrage import arbitrage
@@ -32,7 +33,7 @@ from .rundir import JOURNAL, TRANSCRIPT
 PROFIT_TOLERANCE = 1e-9
 
 
-class ReplayError(ValueError):
+class ReplayError(InputError):
     """A file or tree that cannot be replayed; the message names the file and line."""
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, RunFailed
 from ..forecasters import Forecaster
 from ..metrics.forecast_files import ScoreReport
 from ..metrics.gates import checked_limit, over_limit
@@ -16,7 +16,7 @@ from .asking import RunOptions
 from .runner import evaluate
 
 
-class InconsistentForecaster(AssertionError):
+class InconsistentForecaster(RunFailed, AssertionError):
     """The forecaster's mean arbitrage violation is above the limit; the message shows the worst tuples."""
 
 

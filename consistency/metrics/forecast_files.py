@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import __version__
 from ..checks import Check, all_checks, get_check
+from ..errors import InputError, RunFailed
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LFS_MESSAGE, LineError, atomic_write, dump_line, iter_json_lines, write_json
 from ..models import ForecastLine
@@ -207,11 +208,11 @@ class ScoreReport:
         }
 
 
-class ScoringError(ValueError):
+class ScoringError(InputError):
     pass
 
 
-class NothingToScore(ScoringError):
+class NothingToScore(ScoringError, RunFailed):
     """A run directory whose forecast files are all empty (a run that stopped before any forecast)."""
 
 

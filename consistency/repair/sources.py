@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import Check, all_checks
-from ..errors import InputError
+from ..errors import InputError, RunFailed
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
 from ..metrics.forecast_files import NothingToScore, ScoreParams, ScoringError, forecast_files
@@ -31,7 +31,7 @@ class RepairInputError(InputError):
     """A path a repair cannot read; one sentence naming it."""
 
 
-class NothingToRepair(RepairInputError):
+class NothingToRepair(RepairInputError, RunFailed):
     """A directory of forecast files none of whose lines could be read (or all empty)."""
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import httpx2
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from ..errors import RunFailed
 from ..llm.limits import RateLimiter
 from ..llm.retry import backoff_wait, transient_status
 from ..llm.secrets import redact
@@ -30,7 +31,7 @@ from ..llm.secrets import redact
 log = logging.getLogger(__name__)
 
 
-class FetchError(Exception):
+class FetchError(RunFailed):
     """A page that could not be had: ``url`` and a one-line ``reason`` (no secrets)."""
 
     def __init__(self, url: str, reason: str, status: int | None = None) -> None:
@@ -46,7 +47,7 @@ class FatalHTTPError(FetchError):
     """An answer no retry can change (401, 403, 404, ...): the run stops."""
 
 
-class _Transient(Exception):
+class _Transient(RunFailed):
     def __init__(self, status: int, response: httpx2.Response) -> None:
         super().__init__(f"HTTP {status}")
         self.status, self.response = status, response

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ...errors import InputError
+
 _PROB_KEYS = ("prob", "probability", "p", "forecast", "likelihood", "chance")
 _REASON_KEYS = ("reasoning", "reason", "rationale", "explanation", "justification")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
@@ -36,7 +38,7 @@ class Answer(BaseModel):
         return self.error is None and self.prob is not None
 
 
-class AnswerError(ValueError):
+class AnswerError(InputError):
     """No probability could be read from an answer (the message says why)."""
 
 
