@@ -17,7 +17,7 @@ import numpy as np
 N_EVENTS = 8
 
 
-def _question(title: str, resolution: bool, qid: str) -> dict:
+def _question(title: str, resolution: bool | None, qid: str) -> dict:
     return {
         "id": qid,
         "title": title,
@@ -75,4 +75,27 @@ def write_tuples(root: Path, *, forecasts: bool = False, seed: int = 0) -> Path:
         with (root / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
             for row in rows:
                 fh.write(json.dumps({"line": row} if forecasts else row) + "\n")
+    return root
+
+
+def write_forecast_lines(root: Path, tuples: list[tuple[str, list[str], list[float]]]) -> Path:
+    """``root`` holding forecast lines in the paper's layout: per tuple (check name, question titles in field
+    order, forecasts); a title is the same question wherever it appears."""
+    from consistency.checks import get_check
+
+    files: dict[str, list[str]] = {}
+    for name, titles, probs in tuples:
+        check = get_check(name)
+        line = {
+            field: {
+                "question": _question(title, None, hashlib.sha256(title.encode()).hexdigest()[:12])
+                | {"question_type": check.question_types[field]},
+                "forecast": {"prob": float(prob), "metadata": None},
+            }
+            for field, title, prob in zip(check.field_names, titles, probs, strict=True)
+        }
+        files.setdefault(check.class_name, []).append(json.dumps({"line": line}))
+    root.mkdir(parents=True, exist_ok=True)
+    for name, rows in files.items():
+        (root / f"{name}.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
     return root

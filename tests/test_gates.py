@@ -79,7 +79,8 @@ def test_the_cli_refuses_it_before_the_run(tmp_path, flag, value):
     args = ["evaluate", "-f", "constant", "-F", "p=0.9", "-c", "neg", "-n", "2", "-o", "run", flag, value]
     done = runner.invoke(app, args)
     assert done.exit_code == 2, done.output
-    assert f"{flag} must be" in " ".join(done.output.split()) and not (tmp_path / "run").exists()
+    text = " ".join(done.output.split())  # typer's range check or the gate's own: either names the flag
+    assert (f"'{flag}'" in text or f"{flag} must be" in text) and not (tmp_path / "run").exists()
 
 
 pytest_plugins = ["pytester"]

@@ -125,7 +125,8 @@ def test_questions_outside_every_tuple_keep_their_forecast():
 
 
 def test_joint_log_is_refused_with_the_alternatives():
-    blocks, truth = build(BINARY)
+    # Joint log repair exists for binary checks (tests/test_repair_log_joint.py); conditional ones are refused.
+    blocks, truth = build(CONDITIONAL)
     with pytest.raises(ValueError, match="joint log repair is not supported"):
         repair_graph(blocks, np.full(truth.shape[1], 0.5), "log")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from repair_fixtures import write_tuples
+from repair_fixtures import write_forecast_lines, write_tuples
 from typer.testing import CliRunner
 
 from consistency.checks import get_check
@@ -178,7 +178,11 @@ def test_nothing_to_repair_and_overwriting_are_refused(run, tmp_path):
     assert refused.exit_code == 2 and "not a repair" in refused.output
     assert cc("repair", run, "--out", run).exit_code == 2
     assert cc("repair", run, "--score", "spherical").exit_code == 2
-    joint_log = cc("repair", run, "--score", "log", "--joint", "--out", tmp_path / "jl")
+    # A joint log repair of conditional checks is refused (binary ones are repaired: test_repair_log_joint.py).
+    conditional = write_forecast_lines(
+        tmp_path / "cond", [("COND", ["Will A?", "Will B, given A?", "Will A and B?"], [0.5] * 3)]
+    )
+    joint_log = cc("repair", conditional, "--score", "log", "--joint", "--out", tmp_path / "jl")
     assert joint_log.exit_code == 2 and "--per-tuple" in joint_log.output
     assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
 

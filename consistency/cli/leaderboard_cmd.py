@@ -39,8 +39,8 @@ def leaderboard(
     baselines: Annotated[
         bool, typer.Option(help="With --forecastbench: add Always 0, Always 1 and Always 0.5.")
     ] = True,
-    bootstrap: Annotated[int, typer.Option(help="With --forecastbench: bootstrap replicates (0: none).")] = 1999,
-    seed: Annotated[int, typer.Option(help="With --forecastbench: seed of the bootstrap.")] = 0,
+    bootstrap: Annotated[int, typer.Option(min=0, help="With --forecastbench: bootstrap replicates (0: none).")] = 1999,
+    seed: Annotated[int, typer.Option(min=0, help="With --forecastbench: seed of the bootstrap.")] = 0,
     all_rounds: Annotated[
         bool, typer.Option(help="With --forecastbench: also rounds ForecastBench does not rank yet.")
     ] = False,

@@ -26,14 +26,18 @@ def repair(
         ),
     ],
     score: Annotated[
-        str, typer.Option("--score", help="Geometry: brier (Euclidean projection) or log (the arbitrage prices).")
+        str,
+        typer.Option(
+            "--score",
+            help="Geometry: brier (Euclidean projection) or log (the KL projection: per tuple, the arbitrage prices).",
+        ),
     ] = "brier",
     joint: Annotated[
         bool | None,
         typer.Option(
             "--joint/--per-tuple",
-            help="One repaired value per question over every tuple that shares it (Brier only), or each tuple on "
-            "its own (default: joint for brier, per tuple for log).",
+            help="One repaired value per question over every tuple that shares it (log: checks without conditional "
+            "fields), or each tuple on its own (default: joint for brier, per tuple for log).",
             show_default=False,
         ),
     ] = None,
@@ -49,16 +53,25 @@ def repair(
             help="A questions or ground-truth results file: resolutions for questions of the same text.",
         ),
     ] = None,
+    skip_conflicts: Annotated[
+        bool,
+        typer.Option(
+            "--skip-conflicts",
+            help="Joint repair of tuples that contradict each other: leave out each conflicting set found (listed) "
+            "and repair the rest (default: stop, name the conflicting tuples, write nothing).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the repair report as JSON.")] = False,
 ) -> None:
     """Project the forecasts onto the coherent set (no model calls) and write a repaired run directory.
 
     The repaired forecasts score better than the originals in every possible world (Brier: by at least the
-    squared distance moved; log: by the arbitrage profit); where questions are resolved the realized change
-    is shown."""
+    squared distance moved; log: by the KL divergence moved, per tuple the arbitrage profit); where questions
+    are resolved the realized change is shown."""
     from ..errors import InputError
     from ..files import DetectionError
-    from ..repair.runs import repair_run
+    from ..repair.conflicts import RepairFailed, summary
+    from ..repair.runs import ConflictingForecasts, repair_run
     from ..repair.sources import NothingToRepair
 
     if score not in ("brier", "log"):
@@ -67,7 +80,26 @@ def repair(
     if joint is None:
         joint = score == "brier"
     try:
-        report = repair_run(path, score, joint, out_dir, force=force, resolutions=resolutions)  # type: ignore[arg-type]
+        report = repair_run(
+            path,
+            score,  # type: ignore[arg-type]
+            joint,
+            out_dir,
+            force=force,
+            resolutions=resolutions,
+            skip_conflicts=skip_conflicts,
+        )
+    except ConflictingForecasts as exc:
+        err.print(
+            f"[red]conflict[/red]: {escape(summary(len(exc.described), exc.kind, exc.certain))}, so nothing was "
+            "written; --skip-conflicts repairs the others:"
+        )
+        for t in exc.described:
+            err.print(f"  {t.describe()}", markup=False, soft_wrap=True)
+        raise typer.Exit(ExitCode.FAILED) from None
+    except RepairFailed as exc:
+        err.print(f"[red]repair failed[/red]: {escape(str(exc))}; nothing was written")
+        raise typer.Exit(ExitCode.FAILED) from None
     except NothingToRepair as exc:
         err.print(f"[red]nothing to repair[/red]: {escape(str(exc))}")
         raise typer.Exit(ExitCode.FAILED) from None
@@ -130,11 +162,25 @@ def render_table(report: RepairReport) -> Table:
 
 def _notes(report: RepairReport) -> None:
     t = report.total
+    if report.left_out:
+        sets = len({c.conflict for c in report.left_out})
+        out.print(
+            f"[yellow]{len(report.left_out)} tuple(s) left out[/yellow]: {sets} set(s) of tuples that contradict "
+            "each other (--skip-conflicts; all listed in repair.json):"
+        )
+        for c in report.left_out[:10]:
+            out.print(f"  set {c.conflict + 1}: {c.describe()}", markup=False, soft_wrap=True)
     if report.joint:
+        which = "all its tuples" if not report.left_out else "all its other tuples"
         out.print(
             f"{report.questions} distinct questions, one value each; the guaranteed gain holds for the whole graph "
-            f"in every world consistent with all its tuples: {fmt(t.guaranteed)}"
+            f"in every world consistent with {which}: {fmt(t.guaranteed)}"
         )
+        if report.joint_worlds == "unknown":
+            out.print(
+                "[yellow]no such world was found within the search's budget, nor ruled out[/yellow]: where there is "
+                "none, the guarantee is about no world"
+            )
     if report.disagreeing_questions:
         how = "started from the mean of its forecasts" if report.joint else "repaired in each tuple separately"
         out.print(f"{report.disagreeing_questions} question(s) were forecast differently in different tuples: {how}")

@@ -99,8 +99,23 @@ class ResponseCache:
         except sqlite3.DatabaseError as exc:
             if not _damaged(exc):
                 raise
+        # Another process may be creating the file at this moment (its header not yet written): look
+        # again on a fresh connection before calling the file damaged and moving it aside.
+        self._reconnect_after(0.25)
+        try:
+            return operation()
+        except sqlite3.DatabaseError as exc:
+            if not _damaged(exc):
+                raise
             self._set_aside(exc)
             return operation()
+
+    def _reconnect_after(self, seconds: float) -> None:
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+        time.sleep(seconds)
 
     def _tolerant(self, operation: Callable[[], T], what: str) -> T | None:
         """For a run's reads and writes: a cache that cannot be used (still locked after

@@ -24,6 +24,7 @@ from itertools import combinations
 import numpy as np
 
 _BLOCK = 16_384
+FACE_TOL = 1e-14  # optimality slack at which a guessed face is accepted (relative)
 
 
 def subsets(k: int) -> list[np.ndarray]:
@@ -51,6 +52,7 @@ class FixedHull:
                 continue
             M = np.linalg.solve(B @ B.T, B)  # x = M (p - v0)
             self.plans.append((S, M.T.copy(), -self.V[S[0]] @ M.T))
+        self.by_mask = {int((1 << S).sum()): plan for plan in self.plans for S in [plan[0]]}
 
     @staticmethod
     @lru_cache(maxsize=64)
@@ -67,6 +69,43 @@ class FixedHull:
         q, lam = np.empty_like(p), np.empty((len(p), self.k))
         for s in range(0, len(p), _BLOCK):
             q[s : s + _BLOCK], lam[s : s + _BLOCK] = self._project(p[s : s + _BLOCK])
+        return q, lam
+
+    def project_near(self, p: np.ndarray, hint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`project`, trying first for each row the face ``hint`` names (a bit mask of vertices): where
+        the projection onto that face's affine hull has weights >= 0 and meets the optimality condition it
+        is the projection; other rows are enumerated. Iterative solvers move points a little at a time, so
+        their faces rarely change. Computed coordinate-major (rows along the last axis)."""
+        q, lam = np.empty_like(p), np.zeros((len(p), self.k))
+        order = np.argsort(hint, kind="stable")
+        counts = np.bincount(hint, minlength=1 << self.k)
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        rest = []
+        VT = self.V.T  # (n, k)
+        for key in np.flatnonzero(counts):
+            rows = order[starts[key] : starts[key + 1]]
+            plan = self.by_mask.get(int(key))
+            if plan is None:
+                rest.append(rows)
+                continue
+            S, M, c = plan
+            pT = p[rows].T
+            if M is None:
+                sub = np.ones((1, len(rows)))
+            else:
+                x = M.T @ pT + c[:, None]
+                sub = np.concatenate([1.0 - x.sum(axis=0, keepdims=True), x], axis=0)
+            point = VT[:, S] @ sub  # (n, N)
+            r = pT - point
+            d = (self.V @ r).max(axis=0) - (r * point).sum(axis=0)
+            ok = (sub.min(axis=0) >= 0) & (d <= FACE_TOL * (1.0 + (r * r).sum(axis=0)))
+            good = rows[ok]
+            q[good] = point[:, ok].T
+            lam[np.ix_(good, S)] = sub[:, ok].T
+            rest.append(rows[~ok])
+        rest = np.concatenate(rest) if rest else np.zeros(0, dtype=np.intp)
+        if rest.size:
+            q[rest], lam[rest] = self.project(p[rest])
         return q, lam
 
     def _project(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -133,6 +172,43 @@ def project_each(p: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                     lam[s, better] = w[better]
     weights = lam.T
     return np.einsum("rk,rkd->rd", weights, V), weights
+
+
+def project_each_near(p: np.ndarray, V: np.ndarray, hint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`project_each`, trying first for each row the face ``hint`` names (a bit mask of its vertices), as
+    :meth:`FixedHull.project_near` does: the affine projection onto it, kept where it is the projection."""
+    N, k, _ = V.shape
+    q, lam = np.empty_like(p), np.zeros((N, k))
+    rest = []
+    for key in np.flatnonzero(np.bincount(hint, minlength=1 << k)):
+        rows = np.flatnonzero(hint == key)
+        S = np.flatnonzero((1 << np.arange(k)) & key)
+        if not S.size:
+            rest.append(rows)
+            continue
+        Vr, pr = V[rows], p[rows]
+        v0 = Vr[:, S[0]]
+        D = Vr[:, S[1:]] - v0[:, None]
+        if len(S) > 1:
+            G = np.einsum("rad,rbd->rab", D, D)
+            with np.errstate(all="ignore"):
+                x = _solve_small(G, np.einsum("rad,rd->ra", D, pr - v0))
+            sub = np.concatenate([1.0 - x.sum(axis=1, keepdims=True), x], axis=1)
+        else:
+            sub = np.ones((len(rows), 1))
+        point = np.einsum("rs,rsd->rd", sub, Vr[:, S])
+        r = pr - point
+        d = np.einsum("rkd,rd->rk", Vr, r).max(axis=1) - (r * point).sum(axis=1)
+        with np.errstate(invalid="ignore"):
+            ok = (sub.min(axis=1) >= 0) & (d <= FACE_TOL * (1.0 + (r * r).sum(axis=1)))
+        good = rows[ok]
+        q[good] = point[ok]
+        lam[np.ix_(good, S)] = sub[ok]
+        rest.append(rows[~ok])
+    rest = np.concatenate(rest) if rest else np.zeros(0, dtype=np.intp)
+    if rest.size:
+        q[rest], lam[rest] = project_each(p[rest], V[rest])
+    return q, lam
 
 
 def _cramer(G: list[list[np.ndarray]], b: list[np.ndarray]) -> list[np.ndarray]:

@@ -42,6 +42,9 @@ class System:
     b_in: np.ndarray
     weights: list  # per block: None, (coef, const) (weights affine in q) or the λ variables' indices
     normals: list  # per block: None or (eq_start, null, ineq_start, rows)
+    eq_owner: np.ndarray  # per equality row: the tuple it belongs to (numbered over the blocks in order)
+    in_owner: np.ndarray  # per inequality row: the same
+    n_tuples: int
 
     @property
     def affine(self) -> bool:
@@ -61,8 +64,11 @@ def build(parts: list[Block], M: int, c: np.ndarray | None) -> System:
     n_vars = M
     weights: list = []
     normals: list = []
+    first = 0  # the block's first tuple number
     for part in parts:
         N, n = part.idx.shape
+        owner = first + np.arange(N)
+        first += N
         if N == 0:
             weights.append(None)
             normals.append(None)
@@ -84,23 +90,24 @@ def build(parts: list[Block], M: int, c: np.ndarray | None) -> System:
             else:
                 coef, const = np.zeros((N, 1, n)), np.ones((N, 1))
             ineq_start = ineq.n
-            ineq.add(-coef, part.idx, const)  # weights >= 0
+            ineq.add(-coef, part.idx, const, owner)  # weights >= 0
             weights.append((coef, const))
             null = np.linalg.svd(B, full_matrices=True)[2][:, k - 1 :] if k > 1 else np.eye(n)[None].repeat(N, 0)
             eq_start = eq.n
             if null.shape[1]:
-                eq.add(null, part.idx, np.einsum("red,rd->re", null, v0))  # on the worlds' affine hull
+                eq.add(null, part.idx, np.einsum("red,rd->re", null, v0), owner)  # on the worlds' affine hull
             normals.append((eq_start, null, ineq_start, -coef))
         else:  # one weight variable per world: q[idx] = Vᵀ λ, Σλ = 1, λ >= 0
             lam = n_vars + np.arange(N * k).reshape(N, k)
             n_vars += N * k
             coef = np.concatenate([np.eye(n)[None].repeat(N, 0), -V.transpose(0, 2, 1)], axis=2)
-            eq.add(coef, np.concatenate([part.idx, lam], axis=1), np.zeros((N, n)))
-            eq.add(np.ones((N, 1, k)), lam, np.ones((N, 1)))
-            ineq.add_diagonal(lam.ravel())
+            eq.add(coef, np.concatenate([part.idx, lam], axis=1), np.zeros((N, n)), owner)
+            eq.add(np.ones((N, 1, k)), lam, np.ones((N, 1)), owner)
+            ineq.add(-np.ones((N * k, 1, 1)), lam.reshape(-1, 1), np.zeros((N * k, 1)), np.repeat(owner, k))
             weights.append(lam)
             normals.append(None)
-    return System(n_vars, eq.matrix(n_vars), eq.rhs(), ineq.matrix(n_vars), ineq.rhs(), weights, normals)
+    A_eq, A_in = eq.matrix(n_vars), ineq.matrix(n_vars)
+    return System(n_vars, A_eq, eq.rhs(), A_in, ineq.rhs(), weights, normals, eq.owners(), ineq.owners(), first)
 
 
 def solve_clarabel(system: System, p: np.ndarray, tol: float = 1e-12) -> tuple[np.ndarray, np.ndarray, str]:
@@ -127,6 +134,54 @@ def solve_clarabel(system: System, p: np.ndarray, tol: float = 1e-12) -> tuple[n
     q = np.concatenate([-p, np.zeros(system.n_vars - M)])
     solution = clarabel.DefaultSolver(P, q, A, b, cones, settings).solve()
     return np.asarray(solution.x), np.asarray(solution.z), str(solution.status)
+
+
+def solve_kl_clarabel(system: System, p: np.ndarray, tol: float = 1e-12) -> tuple[np.ndarray, str]:
+    """(x, status): the KL projection ``min Σ_i KL(x_i ‖ p_i)`` under the same constraints, with Clarabel's
+    exponential cone (``u log(u/v) <= t`` exactly when ``(-t, u, v)`` is in the cone): the reference for the
+    joint log repair. ``p`` strictly inside (0, 1)."""
+    import clarabel
+    from scipy import sparse
+
+    M, n = len(p), system.n_vars
+    t1, t2 = n + np.arange(M), n + M + np.arange(M)  # epigraph variables of q log(q/p) and (1-q) log((1-q)/(1-p))
+    rows = np.arange(6 * M).reshape(M, 6)
+    questions = np.arange(M)
+    coo_r = np.concatenate([rows[:, 0], rows[:, 1], rows[:, 3], rows[:, 4]])
+    coo_c = np.concatenate([t1, questions, t2, questions])
+    coo_v = np.concatenate([np.ones(M), -np.ones(M), np.ones(M), np.ones(M)])
+    cone_rows = sparse.csr_matrix((coo_v, (coo_r, coo_c)), shape=(6 * M, n + 2 * M))
+    cone_b = np.zeros((M, 6))
+    cone_b[:, 2], cone_b[:, 4], cone_b[:, 5] = p, 1.0, 1.0 - p
+    A = sparse.vstack(
+        [
+            sparse.hstack([system.A_eq, sparse.csr_matrix((system.A_eq.shape[0], 2 * M))]),
+            sparse.hstack([system.A_in, sparse.csr_matrix((system.A_in.shape[0], 2 * M))]),
+            cone_rows,
+        ]
+    ).tocsc()
+    b = np.concatenate([system.b_eq, system.b_in, cone_b.ravel()])
+    c = np.concatenate([np.zeros(n), np.ones(2 * M)])
+    settings = clarabel.DefaultSettings()
+    settings.verbose = bool(os.environ.get("CC_REPAIR_VERBOSE"))
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = tol
+    settings.max_iter = 300
+    cones = [clarabel.ZeroConeT(system.A_eq.shape[0]), clarabel.NonnegativeConeT(system.A_in.shape[0])]
+    cones += [clarabel.ExponentialConeT()] * (2 * M)
+    P = sparse.csc_matrix((n + 2 * M, n + 2 * M))
+    solution = clarabel.DefaultSolver(P, c, A, b, cones, settings).solve()
+    return np.asarray(solution.x)[:n], str(solution.status)
+
+
+def involved_tuples(system: System, z: np.ndarray, n_tuples: int) -> np.ndarray | None:
+    """Per tuple, whether an infeasibility certificate ``z`` (a Farkas vector over the rows) involves it."""
+    if not np.all(np.isfinite(z)) or not len(z):
+        return None
+    owners = np.concatenate([system.eq_owner, system.in_owner])
+    weight = np.abs(z)
+    involved = np.zeros(n_tuples, dtype=bool)
+    involved[np.unique(owners[weight > 1e-7 * weight.max()])] = True
+    return involved
 
 
 def read_solution(system: System, parts: list[Block], x: np.ndarray, z: np.ndarray) -> tuple[list, list]:
@@ -180,11 +235,14 @@ class _Rows:
         self.cols: list[np.ndarray] = []
         self.vals: list[np.ndarray] = []
         self.b: list[np.ndarray] = []
+        self.owner: list[np.ndarray] = []
         self.n = 0
 
-    def add(self, coef: np.ndarray, cols: np.ndarray, rhs: np.ndarray) -> None:
-        """``coef`` (N, r, m) over columns ``cols`` (N, m): r rows per tuple, right-hand sides ``rhs`` (N, r)."""
+    def add(self, coef: np.ndarray, cols: np.ndarray, rhs: np.ndarray, owner: np.ndarray) -> None:
+        """``coef`` (N, r, m) over columns ``cols`` (N, m): r rows per tuple, right-hand sides ``rhs`` (N, r);
+        ``owner`` (N,): each tuple's number."""
         N, r, _m = coef.shape
+        self.owner.append(np.repeat(owner, r))
         ids = self.n + np.arange(N * r).reshape(N, r)
         keep = np.abs(coef) > 1e-15
         self.rows.append(np.broadcast_to(ids[:, :, None], coef.shape)[keep])
@@ -192,10 +250,6 @@ class _Rows:
         self.vals.append(coef[keep])
         self.b.append(rhs.ravel())
         self.n += N * r
-
-    def add_diagonal(self, cols: np.ndarray) -> None:
-        """Rows ``-x_j <= 0`` for each column j."""
-        self.add(-np.ones((len(cols), 1, 1)), cols[:, None], np.zeros((len(cols), 1)))
 
     def matrix(self, n_cols: int):
         from scipy import sparse
@@ -207,3 +261,6 @@ class _Rows:
 
     def rhs(self) -> np.ndarray:
         return np.concatenate(self.b) if self.b else np.zeros(0)
+
+    def owners(self) -> np.ndarray:
+        return np.concatenate(self.owner) if self.owner else np.zeros(0, dtype=np.intp)

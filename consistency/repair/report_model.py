@@ -57,6 +57,20 @@ class CheckRepair(BaseModel):
     contradictory_resolutions: int = 0  # tuples whose resolutions fit no possible world: no guarantee there
 
 
+class ConflictTuple(BaseModel):
+    """A tuple of a conflicting set: where it is and what its fields ask."""
+
+    check: str
+    file: str
+    line: int
+    questions: dict[str, str]  # field name -> question title
+    conflict: int = 0  # which conflicting set (numbered from 0) it belongs to
+
+    def describe(self) -> str:
+        fields = "; ".join(f"{name}: {title}" for name, title in self.questions.items())
+        return f"{self.check} {self.file}:{self.line} ({fields})"
+
+
 class RepairTotal(BaseModel):
     tuples: int = 0
     moved: float = 0.0
@@ -83,6 +97,12 @@ class RepairReport(BaseModel):
     iterations: int | None = None
     seconds: float | None = None
     errors: list[str] = Field(default_factory=list)  # lines left out, file:line: reason
+    #: Joint repair with ``skip_conflicts``: the tuples left out, set by set (each an irreducible set that no
+    #: forecasts satisfy together); the guarantee is over the worlds of the other tuples.
+    left_out: list[ConflictTuple] = Field(default_factory=list)
+    #: Joint repair: whether a world consistent with every tuple repaired was found ("found"), or the search
+    #: ran out of budget ("unknown"); the guarantee is about those worlds (a set without any is a conflict).
+    joint_worlds: Literal["found", "unknown"] | None = None
 
     @property
     def method(self) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from ..checks.check import NONE
 from ..jsonl import atomic_write, dump_line, iter_json_lines, write_json
 from ..locking import try_lock
 from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
@@ -28,13 +29,27 @@ from ..store.layout import LOCK_FILE, REPAIR_REPORT, RUN_FILE, partial_name
 from ..store.meta import RunMetaError, optional_run_meta
 from ..store.outputs import output_dir
 from . import Score, repair_graph, repair_tuples
-from .report_model import CheckRepair, RepairReport, RepairTotal, Sums, contradictory, mean_violation
-from .sources import ForecastGraph, RepairInputError, read_graph
+from .conflicts import ConflictingTuples, summary
+from .report_model import CheckRepair, ConflictTuple, RepairReport, RepairTotal, Sums, contradictory, mean_violation
+from .sources import CheckTuples, ForecastGraph, RepairInputError, read_graph
 
 log = logging.getLogger(__name__)
 
 REPORT_FILE = REPAIR_REPORT
 SCORES: tuple[Score, ...] = ("brier", "log")
+
+
+class ConflictingForecasts(ConflictingTuples):
+    """A joint repair refused: these tuples of the directory contradict each other (``described``: where
+    they are and what they ask). Nothing is written; ``skip_conflicts`` repairs the others."""
+
+    def __init__(self, found: ConflictingTuples, described: list[ConflictTuple]) -> None:
+        super().__init__(found.tuples, found.status, found.certain, found.kind)
+        self.described = described
+        self.args = (
+            f"{summary(len(described), found.kind, found.certain)}, so there is no joint repair to write: "
+            + "; ".join(t.describe() for t in described),
+        )
 
 
 @dataclass
@@ -59,40 +74,58 @@ def repair_run(
     *,
     force: bool = False,
     resolutions: str | Path | None = None,
+    skip_conflicts: bool = False,
 ) -> RepairReport:
     """Repair the forecasts of ``path`` (a run directory or a directory of ``<Checker>.jsonl`` forecasts) and
     write the repaired directory to ``out`` (default: next to ``path``, ``<name>-repaired-<score>-<joint|per-tuple>``).
 
     ``out`` is refused when it exists, unless ``force`` and it holds an earlier repair (never anything else),
     and when it is, holds or lies inside an input (symbolic links resolved): inputs are never modified.
+    A joint repair of tuples that contradict each other raises :class:`ConflictingForecasts` and writes
+    nothing, unless ``skip_conflicts``: then the conflicting tuples are left out (listed in the report).
     """
     source = Path(path)
     target = output_dir(Path(out) if out is not None else default_out(source, score, joint))
     _check_target([source, *([Path(resolutions)] if resolutions is not None else [])], target, force)
-    repaired = repair_forecasts(source, score, joint, resolutions=resolutions)
+    repaired = repair_forecasts(source, score, joint, resolutions=resolutions, skip_conflicts=skip_conflicts)
     repaired.report.out = str(target)
     write_repaired(repaired, target)
     return repaired.report
 
 
 def repair_forecasts(
-    path: str | Path | ForecastGraph, score: Score = "brier", joint: bool = True, *, resolutions=None
+    path: str | Path | ForecastGraph,
+    score: Score = "brier",
+    joint: bool = True,
+    *,
+    resolutions=None,
+    skip_conflicts: bool = False,
 ) -> Repaired:
     """The repair in memory (nothing written): what ``cc report --repair`` shows."""
     if score not in SCORES:
         raise RepairInputError(f"unknown score {score!r}; choose brier or log")
-    if joint and score == "log":
-        raise RepairInputError(
-            "a joint repair is in the Brier geometry only; repair with the log score tuple by tuple (--per-tuple)"
-        )
     graph = path if isinstance(path, ForecastGraph) else read_graph(path, resolutions)
     start = graph.start()
     outcome = graph.outcome()
     used = [c for c in graph.checks if c.rows]
     begun = time.perf_counter()
-    status = iterations = None
+    status = iterations = worlds = None
+    left_out: list[ConflictTuple] = []
     if joint:
-        result = repair_graph([(c.check, c.idx) for c in used], start, score)
+        conditional = sorted({c.check.name for c in used if (c.check.worlds == NONE).any()})
+        if score == "log" and conditional:
+            raise RepairInputError(
+                f"a joint log repair covers checks without conditional fields, and these have them: "
+                f"{', '.join(conditional)}; repair with the log score tuple by tuple (--per-tuple), or jointly "
+                "with the Brier score"
+            )
+        try:
+            result = repair_graph([(c.check, c.idx) for c in used], start, score, skip_conflicts=skip_conflicts)
+        except ConflictingTuples as exc:
+            raise ConflictingForecasts(exc, _describe(graph, used, exc.tuples)) from None
+        for number, conflict in enumerate(result.conflicts):
+            left_out += _describe(graph, used, conflict.tuples, number)
+        worlds = result.worlds
         blocks = dict(zip([id(c) for c in used], result.per_block, strict=True))
         per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
         status, iterations = result.status, result.iterations
@@ -159,8 +192,24 @@ def repair_forecasts(
         iterations=iterations,
         seconds=seconds,
         errors=[str(e) for e in graph.errors],
+        left_out=left_out,
+        joint_worlds=worlds,
     )
     return Repaired(graph, probs, report)
+
+
+def _describe(
+    graph: ForecastGraph, used: list[CheckTuples], tuples: list[tuple[int, int]], conflict: int = 0
+) -> list[ConflictTuple]:
+    """The (block, row) pairs of a conflict as file lines and question titles."""
+    out = []
+    for b, r in tuples:
+        c = used[b]
+        questions = {name: graph.titles[q] for name, q in zip(c.check.field_names, c.rows[r], strict=True)}
+        out.append(
+            ConflictTuple(check=c.check.name, file=str(c.path), line=c.lines[r], questions=questions, conflict=conflict)
+        )
+    return out
 
 
 def _question_means(graph: ForecastGraph, per_check) -> np.ndarray:

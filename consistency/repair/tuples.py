@@ -14,14 +14,18 @@ is 0 on the unresolved coordinates, which also score nothing) gives in every wor
     Brier(p, ω) - Brier(q, ω) >= Σ_{i resolves in ω} (p_i - q_i)²,
 
 so the loss never rises and falls by at least the squared distance moved on the fields that resolve.
-``H(q)`` depends only on ``q``'s conditional coordinates (one or two), so the fixed point is solved per
-tuple in that dimension: Newton's method with a finite-difference Jacobian, kept inside the unit box
-(and, in one dimension, inside a bracket of the root, which always exists: ``f(0) >= 0`` and
-``f(1) <= 1``), falling back to a plain fixed-point step when Newton does not reduce the residual.
+``H(q)`` depends only on ``q``'s conditional coordinates (one or two). The fixed point is found face by
+face (:mod:`.fixed_point`: Newton's method with the exact Jacobian on the projection's face, active-set
+moves between faces); a row no face takes falls back to bracketed root finding (one coordinate) or
+quasi-Newton with a nested bracketed solve (two). Where a condition has probability 0 its conditional
+value is free over an interval of fixed points, and the one nearest the start is taken (the forecasts'
+own value, or in a joint repair the previous one).
 
 Log geometry: the repair is the arbitrage prices of :func:`consistency.metrics.arbitrage` (the
-log-score market's max-min prices); the log loss improves in every world by at least the arbitrage
-profit V, which is what ``moved`` reports.
+log-score market's max-min prices, the KL projection onto the coherent set); the log loss improves in
+every world by at least the arbitrage profit V, which is what ``moved`` reports. The prices are returned
+moved a few units in the last place toward 1/2 (:func:`toward_half`), so that they keep V as returned,
+up to the log score's clipping at 1e-12 per field.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import numpy as np
 from ..checks.check import NONE, TRUE, Check
 from ..metrics.arbitrage import arbitrage, clip_forecasts
 from ..metrics.world_plans import plan_for
+from .fixed_point import FacePlan
 from .polytope import FixedHull, project_each
 
 log = logging.getLogger(__name__)
@@ -42,6 +47,7 @@ log = logging.getLogger(__name__)
 Score = Literal["brier", "log"]
 SCORES = ("brier", "log")
 FIXED_POINT_TOL = 1e-13
+PRICE_ULPS = 4  # units in the last place the log repair's prices move toward 1/2 (see toward_half)
 _NEWTON_ITER = 40
 _FD_STEP = 1e-7
 _BLOCK = 131_072  # conditional checks: iterations on the few slow tuples cost per call, not per tuple
@@ -82,13 +88,29 @@ def repair_tuples(check: Check, probs: np.ndarray, score: Score = "brier") -> Tu
     probs = check_probs(check, probs)
     if score == "log":
         result = arbitrage(probs, check.worlds)
-        repaired = result.prices
+        repaired = toward_half(result.prices)
         moved = result.violation
         iterations = result.iterations
     else:
         repaired, iterations = brier_projection(check.worlds, probs)
         moved = ((probs - repaired) ** 2).sum(axis=1)
     return TupleRepair(repaired, moved, guaranteed_improvement(check, probs, repaired, score), iterations)
+
+
+def toward_half(prices: np.ndarray, ulps: int = PRICE_ULPS) -> np.ndarray:
+    """Prices moved a few units in the last place toward 1/2, so that the guarantee holds as returned.
+
+    An optimal price 1e-13 from 1 is held in float64 with a relative error of ~1e-3 in its distance to 1,
+    and the log score of the world where that field is false (log(1 - q)) inherits it: rounded the wrong
+    way, the returned prices guaranteed up to 2e-3 nats less than the arbitrage profit V (and a price
+    rounded to exactly 1 would be scored as the clipped 1 - 1e-3). Moved toward 1/2 instead, each price
+    lies between the exact one and 1/2, where every world's log gain is at least the exact prices' less
+    ~1e-15 (the worlds on the other side lose a few units in the last place of log q). The solver's
+    prices are within one or two units of the exact ones; the margin is twice that.
+    """
+    q = np.asarray(prices, dtype=float)
+    move = ulps * np.spacing(q)
+    return np.where(q > 0.5, q - move, np.where(q < 0.5, q + move, q))
 
 
 def guaranteed_improvement(check: Check, probs: np.ndarray, repaired: np.ndarray, score: Score) -> np.ndarray:
@@ -152,14 +174,28 @@ class ConditionalPlan:
         return q, q[:, self.cols] - c
 
     def fixed_point(self, p: np.ndarray, start: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-        """``q = Π_{H(q)}(p)`` for every row, and the iterations taken; ``start``: conditional values to start from.
+        """``q = Π_{H(q)}(p)`` for every row, and the iterations taken.
 
-        ``p`` may lie outside the unit box (a joint repair's local targets do).
+        ``start``: the conditional values to start from (default: the forecasts' own); where several
+        values are fixed points (a condition of probability 0), the one nearest ``start`` is returned.
+        ``p`` may lie outside the unit box (a joint repair's local targets do). Solved face by face
+        (:mod:`.fixed_point`); the rare rows no face takes go to :meth:`_robust`.
         """
-        # By default, start from the log repair's conditional values (the arbitrage prices, about a
-        # microsecond a tuple): typically four times closer to the fixed point than the forecasts.
         if start is None:
-            start = arbitrage(np.clip(p, 0.0, 1.0), self.worlds).prices[:, self.cols]
+            start = np.clip(p[:, self.cols], 0.0, 1.0)
+        q, _, done, iterations = FacePlan.of(self.worlds).solve(p, start)
+        rest = np.flatnonzero(~done)
+        if rest.size:
+            q[rest], more = self._robust(p[rest])
+            iterations += more
+        return q, iterations
+
+    def _robust(self, p: np.ndarray) -> tuple[np.ndarray, int]:
+        """The fixed point by bracketed root finding (one value) or quasi-Newton with a nested bracketed
+        fallback (two): slower than the face solver, for the rows it leaves."""
+        # Start from the log repair's conditional values (the arbitrage prices): typically four times
+        # closer to the fixed point than the forecasts.
+        start = arbitrage(np.clip(p, 0.0, 1.0), self.worlds).prices[:, self.cols]
         c = np.clip(start, 0.0, 1.0)
         if self.cols.size == 1:
             x, iterations = root_1d(lambda rows, x: self.image(p[rows], x[:, None])[1][:, 0], c[:, 0])
