@@ -12,6 +12,7 @@
     │   │                       retry can fix: exit 1
     │   ├── FatalError, MissingKeyError, LocalModelError, BatchFailure, ValidationFailed
     │   ├── ForecastError (BudgetExceeded), InstantiationError, FetchError (FatalHTTPError, MalformedPage)
+    │   ├── ConflictingTuples (ConflictingForecasts), RepairFailed (also ValueErrors)
     │   ├── NothingToScore, NothingToRepair (also InputErrors, for callers that catch those; exit 1)
     │   └── InconsistentForecaster (also an AssertionError, for pytest)
     └── Interrupted             stopped by Ctrl-C or SIGTERM, with what finished saved: exit 130 / 143
