@@ -68,7 +68,7 @@ def register(check: Check, *, replace: bool = False, listed: bool = True) -> Che
     for key in _keys(check):
         owner = _NAMES.get(key.lower())
         if owner is not None and not replace and owner.declaration() != check.declaration():
-            raise ValueError(f"name {key!r} already belongs to check {owner.name}")
+            raise CheckDeclarationError(f"name {key!r} already belongs to check {owner.name}")
     if listed:
         _CHECKS[check.name] = check
     for key in _keys(check):

@@ -215,6 +215,8 @@ class ScoringError(InputError):
 class NothingToScore(ScoringError, RunFailed):
     """A run directory whose forecast files are all empty (a run that stopped before any forecast)."""
 
+    heading = "no line could be scored"  # how ``cc`` heads its sentence
+
 
 @dataclass(frozen=True)
 class RunSkipped:

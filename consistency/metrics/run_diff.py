@@ -175,7 +175,7 @@ def read_run_scores(path: str | Path, metric: str = "default") -> RunScores:
     if not files:
         raise DiffInputError(f"{root}: neither <Checker>.jsonl files nor {GROUND_TRUTH}; not a run directory")
     if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
+        raise DiffInputError(f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
     params = meta.part("parameters", ScoreParams)
     groups, skipped = {}, []
     for file in files:

@@ -34,6 +34,8 @@ class RepairInputError(InputError):
 class NothingToRepair(RepairInputError, RunFailed):
     """A directory of forecast files none of whose lines could be read (or all empty)."""
 
+    heading = "nothing to repair"  # how ``cc`` heads its sentence
+
 
 def question_identity(q: ForecastingQuestion) -> str:
     """The same event: same title, body, resolution date and type, whatever the id."""

@@ -35,7 +35,7 @@ class FetchError(RunFailed):
     """A page that could not be had: ``url`` and a one-line ``reason`` (no secrets)."""
 
     def __init__(self, url: str, reason: str, status: int | None = None) -> None:
-        super().__init__(f"{url}: {reason}")
+        super().__init__(f"{redact(reason)} ({url})")  # the sentence first: it is what ``cc`` prints
         self.url, self.reason, self.status = url, redact(reason), status
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..errors import InputError
 from ..models import ForecastingQuestion
 from .http import MalformedPage, WebClient, full_url
 from .scraper import (
@@ -35,7 +36,7 @@ class Manifold:
 
     def check(self, opts: ScrapeOptions) -> None:
         if opts.min_forecasters is not None:
-            raise ValueError("Manifold has traders, not forecasters: use --min-traders or --min-volume")
+            raise InputError("Manifold has traders, not forecasters: use --min-traders or --min-volume")
 
     def headers(self) -> dict[str, str]:
         return {}
