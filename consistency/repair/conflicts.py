@@ -65,6 +65,8 @@ def summary(n: int, kind: str, certain: bool) -> str:
 class RepairFailed(RunFailed, ValueError):
     """The solver stopped without a solution although the tuples are not in conflict (its status says why)."""
 
+    heading = "repair failed"  # how ``cc`` heads its sentence
+
 
 @dataclass(frozen=True)
 class Subgraph:
