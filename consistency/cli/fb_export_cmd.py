@@ -62,6 +62,7 @@ def forecastbench(
 
 
 def _questions(run: Path, given: Path | None):
+    from ..errors import InputError
     from ..evaluation.ground_truth import load_questions
     from ..forecastbench import ForecastBenchError
     from ..jsonl import read_json_object
@@ -76,6 +77,6 @@ def _questions(run: Path, given: Path | None):
         path = Path(recorded)
     try:
         questions, _ = load_questions(path)
-    except (OSError, ValueError) as exc:
+    except (OSError, InputError) as exc:
         raise ForecastBenchError(f"{path}: {exc}") from None
     return questions
