@@ -247,3 +247,23 @@ def test_openai_models_are_counted_with_their_tokenizer_when_it_is_at_hand(monke
     assert counted.calls == rough.calls == 2
     # one token a byte plus 3 a message and 3 for the reply, against about a quarter of that
     assert 3.5 * rough.prompt_tokens < counted.prompt_tokens < 4.5 * rough.prompt_tokens
+
+
+def test_the_typical_cached_answer_does_not_follow_the_caches_row_order():
+    """Two cached answers as far from the mean: the stand-in is the same whichever the cache lists first
+    (concurrent answers are written in any order, and the estimate once changed between identical runs)."""
+    from types import SimpleNamespace
+
+    from consistency.evaluation.dry import DryLLM
+
+    rows = [
+        {"value": {"prob": 0.2, "reasoning_summary": "short"}, "usage": {"completion_tokens": 10}},
+        {"value": {"prob": 0.3, "reasoning_summary": "a little longer"}, "usage": {"completion_tokens": 20}},
+    ]
+    typical = []
+    for order in (rows, rows[::-1]):
+        llm = DryLLM.__new__(DryLLM)
+        llm._history, llm._reader = {}, SimpleNamespace(recent=lambda identity, n, order=order: list(order))
+        learned = llm._learned(SimpleNamespace(identity="m"))
+        typical.append(next(iter(learned.values())).typical)
+    assert typical[0] == typical[1]

@@ -252,7 +252,9 @@ class DryLLM(LLM):
         learned = {}
         for shape, items in groups.items():
             mean = sum(t for t, _ in items) / len(items)
-            typical = min(items, key=lambda item: abs(item[0] - mean))[1]
+            # ties (two answers as far from the mean) go to the smaller text, never to the cache's row order,
+            # which follows the order concurrent answers were written in: the estimate is the same every time
+            typical = min(items, key=lambda item: (abs(item[0] - mean), json.dumps(item[1], sort_keys=True)))[1]
             learned[shape] = Learned(mean, typical, len(items))
         self._history[ep.identity] = learned
         return learned
