@@ -156,7 +156,11 @@ def verify_cmd(
 
 
 @app.command("scrape")
-@handle_errors(after="the questions written stay; --resume carries on")
+@handle_errors(
+    after=lambda exc, _: (
+        "the questions written stay; --resume carries on" if isinstance(exc, KeyboardInterrupt | OSError) else None
+    )
+)
 def scrape_cmd(
     source: Annotated[str, typer.Argument(help="metaculus, manifold or polymarket.")],
     out_path: Out,
