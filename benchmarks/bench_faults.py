@@ -39,6 +39,7 @@ from consistency.evaluation.ground_truth import evaluate_questions
 from consistency.jsonl import iter_json_lines, write_jsonl
 from consistency.llm import LLMSettings
 from consistency.testing import FAULT_KINDS, ScriptedServer, probability_rule, random_faults
+from consistency.testing.replies import call_rule
 from consistency.testing.rules import RULES
 
 
@@ -220,6 +221,82 @@ def main() -> None:
         f"transcript_tokens{'==' if same else '!='}billed_tokens"
     )
     attack_row(args)
+    inspect_row(args)
+
+
+def inspect_row(args) -> None:
+    """The inspect row: ``consistency/all`` through inspect's OpenAI-compatible provider under the same
+    fault mix (malformed bodies included), against a fault-free run of the same tuples.
+
+    Prints ``inspect: samples=… scored=… lost=<samples without a score> duplicated=<questions whose answer
+    the log records from two calls> … replies=<answers the server sent; beyond one per question, answers the
+    client had given up on> metrics_equal=<the faulty run's metrics are the fault-free run's>``. ``--smoke``:
+    1 tuple per check instead of 12, and a shorter attempt timeout.
+    """
+    try:
+        from inspect_ai import eval as inspect_eval
+    except ImportError:
+        print("inspect: skipped (needs the [inspect] extra)")
+        return
+    from consistency.testing import Reply
+
+    smoke = args.smoke
+    limit = 1 if smoke else 12
+    rates = dict.fromkeys(FAULT_KINDS, args.fault_rate / len(FAULT_KINDS))
+    attempt_timeout = 2 if smoke else max(2, round(4 * args.timeout))  # whole seconds; hangs outlast it
+    hang = 2.5 * attempt_timeout
+    replies: Counter = Counter()
+
+    def counted(rule):
+        async def rule_counting_replies(request):
+            outcome = await call_rule(rule, request)
+            if isinstance(outcome, Reply):
+                replies[request.last_user_text] += 1
+            return outcome
+
+        return rule_counting_replies
+
+    def one(rule, log_dir: Path) -> tuple[dict, dict]:
+        with ScriptedServer(rule, latency=args.latency) as srv:
+            os.environ["SCRIPTED_API_KEY"] = "not-a-real-key"
+            start = time.perf_counter()
+            (log,) = inspect_eval(
+                "consistency/all",
+                model="openai-api/scripted/scripted",
+                model_base_url=srv.base_url,
+                task_args={"limit": limit, "seed": args.seed},
+                max_retries=args.max_attempts - 1,
+                attempt_timeout=attempt_timeout,
+                max_connections=args.concurrency,
+                display="none",
+                log_dir=str(log_dir),
+            )
+            wall = time.perf_counter() - start
+            requests = srv.count
+        if log.status != "success" or not log.results:
+            raise SystemExit(f"inspect row: the evaluation ended with status {log.status}: {log.error}")
+        metrics = {k: m.value for k, m in log.results.scores[0].metrics.items()}
+        calls = Counter(  # a question's answer comes from one call, shared by the samples that ask it
+            event.input[-1].text
+            for sample in log.samples or []
+            for event in sample.events
+            if event.event == "model" and event.error is None
+        )
+        duplicated = sum(n - 1 for n in calls.values() if n > 1)
+        counts = {"samples": len(log.samples or []), "duplicated": duplicated, "wall": wall, "requests": requests}
+        return metrics, counts
+
+    with tempfile.TemporaryDirectory() as tmp:
+        clean, clean_run = one(probability_rule(), Path(tmp) / "clean")
+        faulty_rule = random_faults(probability_rule(), rates, seed=args.seed, hang_seconds=hang, retry_after=0.1)
+        faulty, run = one(counted(faulty_rule), Path(tmp) / "faulty")
+    print(
+        f"inspect (consistency/all, {limit} tuple(s) per check, same faults): samples={run['samples']} "
+        f"scored={int(faulty['scored'])} lost={run['samples'] - int(faulty['scored'])} "
+        f"duplicated={run['duplicated']} requests={run['requests']} questions={len(replies)} "
+        f"replies={sum(replies.values())} wall_s={run['wall']:.2f} fault_free_wall_s={clean_run['wall']:.2f} "
+        f"metrics_equal={faulty == clean}"
+    )
 
 
 if __name__ == "__main__":

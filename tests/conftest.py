@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
 from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
+
+# Tests press Ctrl-C in a child (SIGINT) as a terminal would. A session started as a shell's background
+# job (`pytest &`, a sweep script) has SIGINT ignored, and an ignored signal stays ignored in every child
+# it starts, so those children slept through it and the tests timed out. A handler, unlike SIG_IGN, is
+# reset to the default at exec: children start as from a terminal. The tests that want SIGINT ignored in
+# a child (a backgrounded `cc`) set that themselves.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

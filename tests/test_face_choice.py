@@ -15,6 +15,8 @@ from consistency.metrics.arbitrage import _Problem, arbitrage, clip_forecasts
 from consistency.metrics.face_choice import AndOrChoice
 
 ANDOR = get_check("ANDOR").worlds
+# Active-set steps within which a tuple its face leaves uncertified must be certified (30 at most seen).
+_SETTLE_STEPS = 50
 
 
 def forecasts(n: int, seed: int) -> np.ndarray:
@@ -60,7 +62,11 @@ def test_chosen_face_holds_the_optimum_and_certifies_first_time(case: int) -> No
     clear = np.all((lam > 1e-6) | (lam == 0), axis=1)
     assert clear.mean() > 0.9
     assert all(support[i] == choice.faces[label[i]] for i in np.flatnonzero(clear))
-    # Each tuple is certified on its own face, before any other face is tried.
+    # Each tuple with moderate forecasts is certified on its own face, before any other face is
+    # tried: their gaps stay below 1% of the certificate's slack on every BLAS kernel measured,
+    # so rounding cannot move this. Forecasts within 1e-3 of 0 or 1 may lose digits in the closed
+    # form (a few per hundred, how many depends on the kernel); the active-set solver must then
+    # certify each of them within a bounded number of steps, which is what the fast path relies on.
     for j, face in enumerate(chosen):
         rows = np.flatnonzero(label == j)
         Lr, wr = (L[0][rows], L[1][rows]), w[rows]
@@ -68,9 +74,14 @@ def test_chosen_face_holds_the_optimum_and_certifies_first_time(case: int) -> No
         full = np.zeros((rows.size, problem.k))
         full[:, face.worlds] = sub
         ok = problem.faces.certified(full, Lr, wr, 1e-11)[0] & (sub >= 0).all(axis=1)
-        # Forecasts within 1e-3 of 0 or 1 may need more τ steps than the full face takes.
         moderate = np.all((F[rows] > 1e-3) & (F[rows] < 1 - 1e-3), axis=1)
-        assert ok[moderate].all() and ok.mean() >= 0.98, (j, ok.mean(), F[rows[~ok & moderate]])
+        assert moderate.sum() > 100  # the exact claim is tested on many tuples of every face
+        assert ok[moderate].all(), (j, F[rows[~ok & moderate]])
+        rest = rows[~ok]
+        if rest.size:
+            lam_rest, steps = problem.solve(F[rest], w[rest], 1e-13, _SETTLE_STEPS)
+            settled = problem.faces.certified(lam_rest, (L[0][rest], L[1][rest]), w[rest], 1e-11)[0]
+            assert settled.all(), (j, steps, F[rest[~settled]])
 
 
 def test_andor_is_recognised_in_any_order_of_worlds_and_fields() -> None:

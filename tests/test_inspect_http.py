@@ -23,7 +23,8 @@ require_inspect()
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.log import list_eval_logs, read_eval_log  # noqa: E402
 
-from consistency.testing import Reply, ScriptedServer, probability_for, probability_rule  # noqa: E402
+from consistency.testing import Fault, Reply, ScriptedServer, probability_for, probability_rule  # noqa: E402
+from consistency.testing.replies import random_faults  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")
 
@@ -106,3 +107,53 @@ def test_arbitrage_forecaster_runs_through_inspects_model(server, tmp_path):
             assert tree and 0 < answer["prob"] < 1
     # the base forecasts and the arbitraged questions all went over HTTP to the scripted server
     assert server.count > 4
+
+
+def faulty_eval(server, tmp_path, task: str, **kwargs):
+    (log,) = inspect_eval(
+        task,
+        model=MODEL,
+        model_base_url=server.base_url,  # inspect memoises models by base URL: each test's server is new
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        **kwargs,
+    )
+    return log
+
+
+def test_malformed_bodies_are_retried_and_every_sample_is_scored(server, tmp_path):
+    # One response in five is HTTP 200 with a body that is not JSON: the openai SDK's JSONDecodeError,
+    # which inspect does not retry, ended the evaluation after a few samples.
+    server.rule = random_faults(probability_rule(), {"malformed": 0.2}, seed=3)
+    log = faulty_eval(server, tmp_path, "consistency/negation", task_args={"limit": 12})
+    assert log.status == "success", log.error
+    values = log_metrics(log)
+    assert len(log.samples) == 12 and values["scored"] == 12 and values["failed"] == 0
+    asked = len({r.last_user_text for r in server.requests})
+    assert server.count > asked  # some answers came on a retry
+    assert_same(values, cc_scores(tmp_path, ["NegChecker"], 12), multi=False)  # the same answers as cc's
+
+
+def test_a_question_never_answered_readably_fails_only_its_samples(server, tmp_path):
+    base = probability_rule()
+
+    def rule(request):  # questions below 0.3 always get a broken body
+        return Fault.malformed() if probability_for(request.last_user_text) < 0.3 else base(request)
+
+    server.rule = rule
+    log = faulty_eval(server, tmp_path, "consistency/all", task_args={"limit": 4, "checks": "neg,and"}, max_retries=2)
+    assert log.status == "success", log.error
+    values = log_metrics(log)
+    failed = [s for s in log.samples if s.scores["consistency_scorer"].value["failed"]]
+    assert failed and values["failed"] == len(failed) and values["scored"] == 8 - len(failed)
+    for s in failed:
+        assert "no answer after 3 attempt(s): JSONDecodeError" in s.scores["consistency_scorer"].metadata["error"]
+    broken = [r for r in server.requests if probability_for(r.last_user_text) < 0.3]
+    assert len(broken) == 3 * len({r.last_user_text for r in broken})  # --max-retries 2: three attempts each
+    same_as_summary(values, summary_of_cc_score(log.location, tmp_path / "scored"))
+
+
+def test_an_error_that_cannot_succeed_on_retry_still_stops_the_run(server, tmp_path):
+    server.rule = lambda request: Fault.error(401, "Incorrect API key provided (scripted).", "invalid_api_key")
+    log = faulty_eval(server, tmp_path, "consistency/negation", task_args={"limit": 3})
+    assert log.status == "error" and "401" in log.error.message  # not turned into failed samples

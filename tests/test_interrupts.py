@@ -148,3 +148,20 @@ def test_sigterm_stops_a_backgrounded_local_run_promptly_and_it_resumes(local_mo
     assert done.returncode == 0, done.stderr
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["status"] == "complete" and meta["sessions"][-1]["asked"] == 14 - answered  # nothing asked twice
+
+
+def test_the_tests_children_take_ctrl_c_when_the_session_is_a_background_job():
+    """A session started with SIGINT ignored (`pytest &`) still gives its children a terminal's Ctrl-C:
+    without that, every test that sends SIGINT to a child timed out in a backgrounded run."""
+    code = (
+        "import signal, subprocess, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "import conftest\n"
+        "child = 'import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)'\n"
+        "print(subprocess.run([sys.executable, '-c', child], capture_output=True, text=True).stdout.strip())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # as bash does for `pytest &`
+    )  # fmt: skip
+    assert (proc.returncode, proc.stdout) == (0, "True\n"), proc.stderr

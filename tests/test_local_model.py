@@ -50,8 +50,11 @@ def server(local_model: Path, shared_cache: Path) -> LocalServer:
         yield srv
 
 
-def _server_pids() -> set[int]:
-    """Processes whose command line looks like a llama.cpp server of ours (a /proc scan)."""
+def _server_pids(cache: Path | None = None) -> set[int]:
+    """Processes whose command line looks like a llama.cpp server of ours (a /proc scan); with ``cache``,
+    only the servers started with that cache directory (their ready file, named on the command line, lies
+    in it): a test's own servers, whatever else on the machine runs the local model meanwhile."""
+    mine = b"" if cache is None else str(cache).encode()
     pids = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -60,9 +63,14 @@ def _server_pids() -> set[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if any(m in cmdline for m in MARKERS):
+        if any(m in cmdline for m in MARKERS) and mine in cmdline:
             pids.add(int(entry.name))
     return pids
+
+
+def _parent(pid: int) -> int:
+    """The parent's pid (field 4 of /proc/PID/stat, after the parenthesised name)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
 
 
 def _gone(pid: int, timeout: float = 15.0) -> bool:
@@ -320,12 +328,12 @@ def test_get_local_server_is_process_wide(server: LocalServer, monkeypatch: pyte
 
 
 def test_other_process_reuses_the_running_server(server: LocalServer, shared_cache: Path) -> None:
-    before = _server_pids()
+    assert _server_pids(shared_cache) == {server.pid}
     proc = _spawn(shared_cache, server.weights, "exit")
     try:
         report = _report(proc)
         assert report == {"pid": server.pid, "port": server.port, "owned": False}
-        assert not _server_pids() - before, "a second server was started"  # other processes' servers may stop
+        assert _server_pids(shared_cache) == {server.pid}, "a second server was started"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
@@ -341,6 +349,7 @@ def test_concurrent_starts_end_with_one_server(local_model: Path, tmp_path: Path
         assert reports[0]["pid"] == reports[1]["pid"]
         assert reports[0]["port"] == reports[1]["port"]
         assert sorted(bool(r["owned"]) for r in reports) == [False, True]
+        assert _server_pids(cache) == {int(reports[0]["pid"])}, "a second server was started"
     finally:
         for p in procs:
             p.communicate("\n", timeout=30)
@@ -349,15 +358,18 @@ def test_concurrent_starts_end_with_one_server(local_model: Path, tmp_path: Path
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_no_server_outlives_its_owner(local_model: Path, tmp_path: Path, sig: signal.Signals) -> None:
-    before = _server_pids()
-    owner = _spawn(tmp_path / "owner-cache", local_model, "sleep")
+    """The servers counted are the ones this owner started (their command line names its cache), so a
+    server that another process on the machine starts or stops meanwhile changes nothing here."""
+    cache = tmp_path / "owner-cache"
+    owner = _spawn(cache, local_model, "sleep")
     try:
         report = _report(owner)
         assert report["owned"] is True
         pid = int(report["pid"])
-        assert pid in _server_pids()
+        assert _server_pids(cache) == {pid}, "the owner started more than the server it reports"
+        assert _parent(pid) == owner.pid
     finally:
         owner.send_signal(sig)
         owner.communicate(timeout=30)
     assert _gone(pid), f"the server {pid} outlived its owner killed by {sig.name}"
-    assert _server_pids() <= before
+    assert not _server_pids(cache), f"a server started by the owner killed by {sig.name} is still running"

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import FORECASTS as PAPER_RUN
+from reference import needs_reference
 from repair_fixtures import write_forecast_lines, write_tuples
 from typer.testing import CliRunner
 
@@ -24,8 +26,6 @@ from consistency.repair.sources import RepairInputError, read_graph
 from consistency.testing import ScriptedServer, hypocritical_rule
 
 runner = CliRunner()
-REFERENCE = Path(__file__).resolve().parents[1] / ".." / "shared" / "reference-data"
-PAPER_RUN = REFERENCE / "forecasts" / "BasicForecaster_gpt4o_mini_2024-07-18_tuples_scraped"
 
 
 @pytest.fixture(autouse=True)
@@ -230,7 +230,7 @@ def test_a_missing_directory_is_one_sentence():
         read_graph("no/such/run")
 
 
-@pytest.mark.skipif(not PAPER_RUN.is_dir(), reason="../shared/reference-data is absent (only in the project's VM)")
+@needs_reference
 def test_the_papers_scraped_tuples_joint_brier_repair_lowers_brier(tmp_path):
     report = repair_run(PAPER_RUN, "brier", joint=True, out=tmp_path / "out")
     assert report.total.tuples == 2000 and report.total.violation_after < 0.1 * report.total.violation_before

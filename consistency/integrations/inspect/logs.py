@@ -21,6 +21,7 @@ from ...jsonl import LineError, atomic_write, dump_line
 from ...metrics.forecast_files import ScoreParams, ScoreReport, ScoringError, score_path, write_report, write_stats
 from .answers import Answer
 from .dataset import ANSWERS_KEY
+from .logzip import UnsafeLog, check_eval_zip
 
 #: The name our scorer has in a log's sample scores.
 SCORER = "consistency_scorer"
@@ -84,7 +85,9 @@ def write_forecasts(log_path: str | Path, out_dir: str | Path) -> LogForecasts:
 
     log_path = local_path(log_path)
     try:
-        log = read_eval_log(str(log_path))
+        log = _read(log_path, read_eval_log)
+    except UnsafeLog as exc:
+        raise InspectLogError(f"{log_path}: refused before reading it: {exc}") from None
     except Exception as exc:  # inspect raises many kinds for an unreadable file
         raise InspectLogError(f"{log_path}: not a readable inspect log ({type(exc).__name__}: {exc})") from None
     if not log.samples:
@@ -133,6 +136,16 @@ def write_forecasts(log_path: str | Path, out_dir: str | Path) -> LogForecasts:
                 fh.write(dump_line(obj))
         result.files.append(target)
     return result
+
+
+def _read(path: Path, read_eval_log: Any) -> Any:
+    """The log at ``path``; an ``.eval`` archive is checked first (:mod:`.logzip`) and then read through
+    Python's ``zipfile``, the view of the archive the check had, so no read exceeds the sizes it checked."""
+    if path.suffix != ".eval":
+        return read_eval_log(str(path))
+    check_eval_zip(path)
+    with path.open("rb") as fh:
+        return read_eval_log(fh, format="eval")
 
 
 def _answers(sample: Any) -> dict[str, Answer]:

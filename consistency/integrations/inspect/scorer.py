@@ -21,10 +21,8 @@ from ...checks import get_check
 from ...metrics import DEFAULT_EPSILON
 from ...metrics.forecast_files import ScoreParams, score_forecasts
 from .answers import Answer
-from .compat import namespace_as_consistency
+from .compat import registered_name
 from .dataset import ANSWERS_KEY
-
-namespace_as_consistency()  # before the decorators below register anything
 
 #: The two metrics ``cc`` reports, by the key they have in a Score's value.
 METRIC_KEYS = {"arbitrage": "default", "frequentist": "frequentist"}
@@ -107,7 +105,8 @@ def _check_order(class_name: str) -> int:
     return [c.class_name for c in all_checks()].index(class_name)
 
 
-@metric(name="consistency", scores="unreduced")  # every epoch is a tuple forecast, as in `cc score LOG`
+# scores="unreduced": every epoch is a tuple forecast, as in `cc score LOG`
+@metric(name=registered_name("consistency"), scores="unreduced")
 def consistency_metrics() -> Metric:
     """Mean violation and fraction violated (arbitrage, frequentist), overall and per check."""
 
@@ -122,7 +121,7 @@ def consistency_metrics() -> Metric:
     return compute  # type: ignore[return-value]
 
 
-@scorer(metrics=[consistency_metrics()])
+@scorer(metrics=[consistency_metrics()], name=registered_name("consistency_scorer"))
 def consistency_scorer(epsilon: float = DEFAULT_EPSILON) -> Scorer:
     """Exact arbitrage (with its certificate: prices, gap, ε) and frequentist violation of the tuple."""
     params = ScoreParams(epsilon=epsilon)

@@ -31,13 +31,13 @@ from pydantic import BaseModel, ValidationError
 from ...forecasters.base import ForecastError
 from ...forecasters.llm import ForecastAnswer, forecast_messages
 from ...forecasters.loading import load_forecaster
-from ...llm import LLMResult
+from ...llm import LLMResult, LLMSettings
+from ...llm.errors import describe, transient
+from ...llm.retry import backoff
 from ...models import ForecastingQuestion
 from .answers import Answer, parse_answer
-from .compat import namespace_as_consistency
+from .compat import eval_max_retries, registered_name
 from .dataset import ANSWERS_KEY, questions_of
-
-namespace_as_consistency()  # before the decorators below register anything
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +76,49 @@ def _schema(model: type[BaseModel]) -> ResponseSchema:
     return ResponseSchema(name=model.__name__.lower(), json_schema=json_schema(model))
 
 
+class Unanswered(Exception):
+    """A call whose every attempt failed on a transient error: its sample fails, the run goes on."""
+
+
+async def generate(model: Model, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+    """``model.generate``, with the transient failures inspect does not retry retried as ``cc`` retries them.
+
+    inspect retries what its provider classifies (429, 5xx, dropped connections) and lets anything else
+    end the whole evaluation, which a body that is not JSON (the openai SDK's ``JSONDecodeError``) did.
+    Here every error our client counts as transient (:func:`...llm.errors.transient`) is retried with the
+    project's backoff, as many times as the run's ``--max-retries`` (else our client's attempts), then
+    raises :class:`Unanswered`; what inspect retried itself is not retried again; any other error (a
+    wrong key, a refused request) propagates and stops the run, as in ``cc``.
+    """
+    settings = LLMSettings()
+    retries = eval_max_retries()
+    attempts = settings.max_attempts if retries is None else retries + 1
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await model.generate(messages, config=config)
+        except Exception as exc:
+            if not transient(exc):
+                raise
+            if attempt >= attempts or _retried_by_inspect(model, exc):
+                raise Unanswered(f"no answer after {attempt} attempt(s): {describe(exc)}") from exc
+            log.info("retrying after %s (attempt %d)", describe(exc), attempt)
+            await asyncio.sleep(backoff(exc, attempt, settings.max_backoff))
+
+
+def _retried_by_inspect(model: Model, exc: Exception) -> bool:
+    decision = model.api.should_retry(exc)
+    return bool(getattr(decision, "retry", decision))
+
+
 async def ask(model: Model, question: ForecastingQuestion) -> Answer:
     """Our forecasting prompt and structured answer, through inspect's model; parsed leniently."""
-    out = await model.generate(
-        _chat(forecast_messages(question)), config=GenerateConfig(response_schema=_schema(ForecastAnswer))
-    )
+    config = GenerateConfig(response_schema=_schema(ForecastAnswer))
+    try:
+        out = await generate(model, _chat(forecast_messages(question)), config)
+    except Unanswered as exc:
+        return Answer(raw="", error=str(exc))
     if out.error:
         return Answer(raw=out.completion, error=f"the model returned an error: {out.error}")
     return parse_answer(out.completion)
@@ -93,7 +131,7 @@ async def _record(state: TaskState, answers: dict[str, Answer]) -> TaskState:
     return state
 
 
-@solver
+@solver(name=registered_name("forecast_tuple"))
 def forecast_tuple() -> Solver:
     """Ask the model under evaluation each question of the tuple, separately and concurrently."""
     memo = _Memo()
@@ -120,7 +158,10 @@ class InspectLLM:
 
     async def structured(self, model: Any, messages: Any, response_model: type[BaseModel], **params: Any) -> LLMResult:
         config = GenerateConfig(response_schema=_schema(response_model), **_config(params))
-        out = await get_model().generate(_chat(list(messages)), config=config)
+        try:
+            out = await generate(get_model(), _chat(list(messages)), config)
+        except Unanswered as exc:
+            return LLMResult(None, error=str(exc))
         text = out.completion
         if out.error:
             return LLMResult(None, error=f"the model returned an error: {out.error}", raw=text)
@@ -133,7 +174,10 @@ class InspectLLM:
         return LLMResult(None, error=error, raw=text)
 
     async def text(self, model: Any, messages: Any, **params: Any) -> LLMResult:
-        out = await get_model().generate(_chat(list(messages)), config=GenerateConfig(**_config(params)))
+        try:
+            out = await generate(get_model(), _chat(list(messages)), GenerateConfig(**_config(params)))
+        except Unanswered as exc:
+            return LLMResult(None, error=str(exc))
         if out.error:
             return LLMResult(None, error=f"the model returned an error: {out.error}", raw=out.completion)
         return LLMResult(out.completion, raw=out.completion)
@@ -154,7 +198,7 @@ def _json_texts(text: str) -> list[str]:
     return out
 
 
-@solver
+@solver(name=registered_name("forecaster_tuple"))
 def forecaster_tuple(forecaster: str, options: dict[str, Any] | None = None) -> Solver:
     """Run one of our forecasters (``basic``, ``cot``, ``arbitrage:basic``...) on each question, its
     model calls answered by inspect's model."""

@@ -17,12 +17,10 @@ from inspect_ai import Task, task
 
 from ...checks import all_checks
 from ...metrics import DEFAULT_EPSILON
-from .compat import namespace_as_consistency
+from .compat import registered_name
 from .dataset import samples, split_checks, tuple_sets
 from .scorer import consistency_scorer
 from .solvers import forecast_tuple, forecaster_tuple
-
-namespace_as_consistency()  # before the decorators below register anything
 
 
 def consistency_task(
@@ -84,14 +82,14 @@ def _check_task(name: str, class_name: str) -> Callable[..., Task]:
 
     check_task.__name__ = check_task.__qualname__ = f"{name}_task"
     check_task.__doc__ = f"Consistency of the model's forecasts on {name} tuples."
-    return task(name=name)(check_task)
+    return task(name=registered_name(name))(check_task)
 
 
 #: One task per check, named by the check's lower-case name (``negation``, ``cond``...).
 CHECK_TASKS = {c.name.lower(): _check_task(c.name.lower(), c.class_name) for c in all_checks()}
 
 
-@task(name="all")
+@task(name=registered_name("all"))
 def all_checks_task(
     tuples: str | None = None,
     limit: int | None = None,
