@@ -21,6 +21,7 @@ from .models import (
     tuple_model,
     validate_forecast_line,
 )
+from .store.layout import check_of
 
 
 class FileKind(StrEnum):
@@ -47,14 +48,6 @@ def _kind_of(obj: dict[str, Any]) -> FileKind | None:
     if check_for_fields(obj) is not None:
         return FileKind.TUPLES
     return None
-
-
-def check_from_name(path: Path) -> Check | None:
-    """The check a file is named after, in the paper's ``<Checker>.jsonl`` layout."""
-    try:
-        return get_check(path.stem)
-    except KeyError:
-        return None
 
 
 @dataclass
@@ -93,7 +86,7 @@ def detect(path: str | Path, check: str | Check | None = None) -> FileInfo:
     chosen = get_check(check) if check is not None else None
     if kind in (FileKind.TUPLES, FileKind.FORECASTS) and chosen is None:
         fields = first["line"] if kind is FileKind.FORECASTS and isinstance(first["line"], dict) else first
-        chosen = check_from_name(path) or check_for_fields(fields)
+        chosen = check_of(path) or check_for_fields(fields)
         if chosen is None:
             raise DetectionError(
                 f"{path}: fields {', '.join(sorted(set(fields) - {'metadata'}))} match no registered check; "

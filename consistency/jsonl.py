@@ -67,27 +67,30 @@ def iter_json_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | Li
                 if raw.startswith(LFS_POINTER):
                     yield number, LineError(str(path), number, None, LFS_MESSAGE)
                     return
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield number, LineError(str(path), number, None, f"not valid UTF-8 (byte {exc.start}): {exc.reason}")
-                continue
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                truncated = not text.endswith("\n")
-                hint = "truncated last line: " if truncated else "invalid JSON: "
-                yield number, LineError(str(path), number, None, f"{hint}{_json_problem(exc)}")
-                continue
-            except RecursionError:
-                yield number, LineError(str(path), number, None, TOO_DEEP)
-                continue
-            if not isinstance(obj, dict):
-                yield number, LineError(str(path), number, None, f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            yield number, obj
+            parsed = parse_line(path, number, raw)
+            if parsed is not None:
+                yield number, parsed
+
+
+def parse_line(path: str | Path, number: int, raw: bytes) -> dict[str, Any] | LineError | None:
+    """One line of a JSONL file: its object, a :class:`LineError` saying why it is not one, or None (blank)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return LineError(str(path), number, None, f"not valid UTF-8 (byte {exc.start}): {exc.reason}")
+    if not text.strip():
+        return None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        truncated = not text.endswith("\n")
+        hint = "truncated last line: " if truncated else "invalid JSON: "
+        return LineError(str(path), number, None, f"{hint}{_json_problem(exc)}")
+    except RecursionError:
+        return LineError(str(path), number, None, TOO_DEEP)
+    if not isinstance(obj, dict):
+        return LineError(str(path), number, None, f"expected a JSON object, got {type(obj).__name__}")
+    return obj
 
 
 def utf16_encoding(head: bytes) -> str | None:

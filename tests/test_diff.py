@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 from consistency import Forecast, Forecaster
 from consistency.cli import app
 from consistency.evaluation import evaluate
+from consistency.evaluation.diff import diff_runs
 from consistency.jsonl import iter_json_lines
 from consistency.metrics.forecast_files import score_forecasts
 from consistency.metrics.paired import paired_diff, sign_test, wilcoxon_test
-from consistency.metrics.run_diff import diff_runs
 from consistency.testing import probability_for
 
 runner = CliRunner()

@@ -360,7 +360,7 @@ def test_arbitrage_forecaster_runs_show_violation_by_depth(tmp_path):
         runs.append(out)
     report = make_report([*runs, sample_dir() / "forecasts"], tmp_path / "r.html", png_dir=tmp_path / "png")
     page = (tmp_path / "r.html").read_text()
-    assert [r.forecaster["forecaster_class"] for r in report.runs[:2]] == ["ArbitrageForecaster"] * 2
+    assert [r.forecaster.forecaster_class for r in report.runs[:2]] == ["ArbitrageForecaster"] * 2
     assert 'data-section="arbitrage"' in page and 'href="#arbitrage"' in page
     assert 'data-figure="arbitrage_depth_1"' in page and (tmp_path / "png" / "arbitrage_depth_1.png").exists()
     text = text_of(page)

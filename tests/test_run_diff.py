@@ -1,5 +1,5 @@
 """The ``cc diff`` gate never passes on nothing: a check of A that B shares no tuples of, or too few
-to test, fails ``--fail-if-worse`` with a sentence saying why (:mod:`consistency.metrics.run_diff`)."""
+to test, fails ``--fail-if-worse`` with a sentence saying why (:mod:`consistency.evaluation.diff`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from consistency import Forecaster
 from consistency.cli import app
 from consistency.evaluation import evaluate
+from consistency.evaluation.diff import DiffInputError, diff_runs, fewest_to_reject
 from consistency.forecasters.simple import ConstantForecaster
 from consistency.metrics.paired import sign_test, wilcoxon_test
-from consistency.metrics.run_diff import DiffInputError, diff_runs, fewest_to_reject
 
 runner = CliRunner()
 
@@ -101,3 +101,10 @@ def test_a_level_that_could_never_or_always_reject_is_refused(runs, level):
     assert done.exit_code == 2 and "Invalid value for '--level'" in " ".join(done.output.split())
     with pytest.raises(DiffInputError, match="min_shared must be at least 1"):
         diff_runs(runs["A"], runs["same"], min_shared=0)
+
+
+def test_checks_are_compared_in_file_name_order_as_before_the_store(tmp_path):
+    """The order sets the bootstrap's draws: a reader listing checks otherwise changed every interval."""
+    run = evaluate(ConstantForecaster(0.5), checks=["para", "neg", "cond"], limit=3, out=tmp_path / "r").run_dir
+    result = diff_runs(run, run)
+    assert list(result.groups) == ["COND", "NEGATION", "PARAPHRASE"]  # CondChecker < NegChecker < ParaphraseChecker

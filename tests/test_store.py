@@ -156,7 +156,7 @@ def test_without_run_json_a_run_reads_as_forecast_files_and_a_resume_says_why_no
 
 
 def test_the_file_names_of_a_run_are_spelled_once_in_the_modules_ported_to_the_store():
-    ported = ["evaluation/rundir.py", "metrics/run_diff.py", "report/gather.py", "repair/runs.py", "repair/sources.py"]
+    ported = ["evaluation/rundir.py", "evaluation/diff.py", "report/gather.py", "repair/runs.py", "repair/sources.py"]
     for name in ported:
         text = (PACKAGE / name).read_text()
         for literal in ('"run.json"', '"ground_truth_results.jsonl"', '"summary.json"', '"forecasts.jsonl"'):
@@ -216,3 +216,25 @@ def test_report_refuses_an_output_file_that_is_a_link_and_writes_nothing_through
     done = runner.invoke(app, ["report", str(base), "-o", str(tmp_path / "report.html")])
     assert done.exit_code == 2 and "never written through a link" in " ".join(done.output.split()), done.output
     assert target.read_text() == "keep me\n"
+
+
+def test_an_evaluation_result_carries_its_record_typed(base, tmp_path):
+    """What `cc evaluate` prints comes from the typed record, not from the dict's keys."""
+    result = evaluate(ConstantForecaster(0.3), checks=["neg"], limit=2, out=tmp_path / "run")
+    record = result.record
+    assert record.status == "complete" and record.questions == result.meta["questions"]
+    assert record.stopped is None and record.answered == result.meta["sessions"][-1]["answered"]
+    assert record.session_totals().calls == result.meta["sessions"][-1]["totals"]["calls"]
+    assert record.forecaster is not None and record.forecaster.bot is None
+
+
+def test_a_ground_truth_runs_summary_reads_typed_and_a_bad_field_is_named():
+    from consistency.store.records import truth_summary_of
+
+    record = run_meta_of({"kind": "ground_truth", "summary": {"scored": 3, "unresolved": 1, "fraction_failed": 0.25}})
+    summary = truth_summary_of(record)
+    assert (summary.scored, summary.unresolved, summary.fraction_failed) == (3, 1, 0.25)
+    with pytest.raises(RunMetaError, match=r"summary\.scored"):
+        truth_summary_of(run_meta_of({"summary": {"scored": "many"}}))
+    stopped = run_meta_of({"stopped": {"reason": "max_cost", "max_cost": 0.01, "spent": 0.0107}}).stopped
+    assert stopped is not None and stopped.spent == 0.0107

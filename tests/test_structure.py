@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from functools import cache
@@ -192,3 +193,76 @@ def test_every_exception_of_the_package_is_in_the_one_tree():
     assert seen["outside"] == [], "exception classes outside the ConsistencyError tree"
     if seen["missing"] and os.environ.get("CC_REQUIRE_EXTRAS"):
         raise AssertionError(f"modules not imported: {seen['missing']}")
+
+
+# --------------------------------------------------------------------------- one owner of the file names
+
+
+def _layout_names() -> set[str]:
+    """Every file name :mod:`consistency.store.layout` declares (its constants naming ``.json``/``.jsonl``/
+    ``.md`` files), so the test follows the layout as it grows."""
+    from consistency.store import layout
+
+    return {
+        value
+        for name, value in vars(layout).items()
+        if name.isupper()
+        and isinstance(value, str)
+        and value.endswith((".json", ".jsonl", ".md"))
+        and not value.startswith(".")  # a suffix (FORECAST_SUFFIX), not a name
+    }
+
+
+def _spelled(tree: ast.AST, names: set[str]) -> list[tuple[int, str]]:
+    """``(line, name)`` for each string in code (docstrings are prose, not code) holding a file name."""
+    prose = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(names))) + r")(?!\w)")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
+            found += [(node.lineno, m.group(1)) for m in pattern.finditer(node.value)]
+    return found
+
+
+def test_each_file_name_of_a_result_is_spelled_in_one_module():
+    names = _layout_names()
+    assert {"run.json", "summary.json", "ground_truth_results.jsonl", "attack.json", "repair.json"} <= names
+    owner = PACKAGE / "store" / "layout.py"
+    spelled = {
+        f"{path.relative_to(PACKAGE)}:{line}: {name}"
+        for path in MODULES.values()
+        if path != owner
+        for line, name in _spelled(ast.parse(path.read_text(encoding="utf-8")), names)
+    }
+    assert not spelled, "file names belong in consistency/store/layout.py:\n" + "\n".join(sorted(spelled))
+
+
+def test_the_file_name_check_sees_a_name_in_code_but_not_in_a_docstring():
+    names = {"run.json", "summary.json"}
+    code = (
+        '"""Reads run.json."""\ndef f(d):\n    """From summary.json."""\n'
+        '    return d / "run.json", f"{d}/summary.json"\n'
+    )
+    assert sorted(n for _, n in _spelled(ast.parse(code), names)) == ["run.json", "summary.json"]
+    assert _spelled(ast.parse('x = "ground_truth_summary.json"'), names) == []
+
+
+def test_no_lazy_export_shares_its_name_with_a_submodule():
+    """Once ``pkg.name`` the submodule is imported, Python sets it as the package's attribute, and a lazy
+    export of the same name (``consistency.evaluation.estimate``, the function) would give the module."""
+    import importlib
+
+    clashes = []
+    for init in PACKAGE.rglob("__init__.py"):
+        module = ".".join(init.parent.relative_to(PACKAGE.parent).parts)
+        exports = getattr(importlib.import_module(module), "_EXPORTS", None)
+        if isinstance(exports, dict):
+            clashes += [f"{module}.{n}" for n in exports if (init.parent / f"{n}.py").is_file()]
+    assert not clashes, clashes

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..jsonl import parse_json, read_json_object
+from ..store.layout import GROUND_TRUTH, forecast_files_in
+from ..store.meta import ForecasterRecord
+from ..store.runs import is_run_directory, recorded_forecaster, scored_inputs
 
 _SPLIT = re.compile(r"(_tuples(_[a-z0-9]+)*|_\d{8}_\d{8})$")
 
@@ -60,12 +62,12 @@ class Identity:
         return frozenset(pair_key(n) for n in self.names)
 
 
-def identity(names: Iterable[str | None], forecaster: Mapping[str, Any] | None = None) -> Identity:
-    """An :class:`Identity` from names (empty ones skipped) and ``{forecaster_class, full_forecaster_config}``."""
+def identity(names: Iterable[str | None], forecaster: ForecasterRecord | None = None) -> Identity:
+    """An :class:`Identity` from names (empty ones skipped) and a recorded class and configuration."""
     recorded = None
-    if isinstance(forecaster, Mapping) and forecaster.get("forecaster_class"):
-        config = forecaster.get("full_forecaster_config") or {}
-        recorded = str(forecaster["forecaster_class"]) + json.dumps(config, sort_keys=True, default=str)
+    if forecaster is not None and forecaster.forecaster_class:
+        config = forecaster.full_forecaster_config or {}
+        recorded = str(forecaster.forecaster_class) + json.dumps(config, sort_keys=True, default=str)
     return Identity(tuple(dict.fromkeys(str(n) for n in names if n)), recorded)
 
 
@@ -74,28 +76,10 @@ def named(name: str) -> Identity:
     return Identity((name,))
 
 
-def forecaster_record(directory: str | Path) -> dict[str, Any] | None:
+def forecaster_record(directory: str | Path) -> ForecasterRecord | None:
     """What a directory records about its forecaster: ``run.json``'s ``forecaster`` (``cc evaluate`` runs), the
     paper's ``config.jsonl`` (first line) or ``ground_truth_summary.json`` (``forecaster`` = its class)."""
-    directory = Path(directory)
-    run = read_json_object(directory / "run.json")
-    if run is not None:
-        recorded = run.get("forecaster")
-        return recorded if isinstance(recorded, dict) else None
-    try:
-        with (directory / "config.jsonl").open(encoding="utf-8") as fh:
-            first = parse_json(fh.readline())
-        if isinstance(first, dict) and first.get("forecaster_class"):
-            return first
-    except (OSError, UnicodeDecodeError, ValueError):
-        pass
-    summary = read_json_object(directory / "ground_truth_summary.json")
-    if summary is not None and summary.get("forecaster"):
-        return {
-            "forecaster_class": summary["forecaster"],
-            "full_forecaster_config": summary.get("full_forecaster_config") or {},
-        }
-    return None
+    return recorded_forecaster(directory)
 
 
 def identity_of(directory: str | Path, inputs: Sequence[str | Path] = ()) -> Identity:
@@ -103,7 +87,7 @@ def identity_of(directory: str | Path, inputs: Sequence[str | Path] = ()) -> Ide
     forecaster of its own takes that of the one run it scored."""
     directory = Path(directory)
     mine = forecaster_record(directory)
-    own_run = (directory / "run.json").is_file()  # a run directory's summary lists its benchmark as input
+    own_run = is_run_directory(directory)  # a run directory's summary lists its benchmark as input
     scored = Path(inputs[0]) if len(inputs) == 1 and not own_run else None
     theirs = forecaster_record(scored) if scored is not None else None
     recorded = mine or theirs
@@ -243,19 +227,18 @@ def _tuple_titles(directory: Path, per_file: int = 100) -> frozenset[str]:
     """Question titles of a consistency output's tuples (the first lines of each ``<Checker>.jsonl``, or of
     the run it scored): enough to tell which question set they were built from, read in a moment."""
     out: set[str] = set()
-    for path in sorted(directory.glob("*Checker.jsonl")):
+    for path in forecast_files_in(directory):
         out |= _titles_in(path, per_file)
     if not out:
-        summary = read_json_object(directory / "summary.json") or {}
-        inputs = summary.get("inputs") or []
+        inputs = scored_inputs(directory)
         if len(inputs) == 1 and Path(inputs[0]).is_dir():
-            for path in sorted(Path(inputs[0]).glob("*Checker.jsonl")):
+            for path in forecast_files_in(inputs[0]):
                 out |= _titles_in(path, per_file)
     return frozenset(out)
 
 
 def _truth_titles(directory: Path) -> frozenset[str]:
-    return frozenset(_titles_in(directory / "ground_truth_results.jsonl", 1_000_000))
+    return frozenset(_titles_in(directory / GROUND_TRUTH, 1_000_000))
 
 
 def _no_match(mine: Identity, accuracy: Sequence[Identity], hint: str) -> str:
@@ -272,6 +255,5 @@ def _label(ident: Identity) -> str:
     return ident.names[0] if ident.names else "?"
 
 
-def _name(recorded: Mapping[str, Any] | None) -> str | None:
-    name = recorded.get("name") if recorded else None
-    return str(name) if name else None
+def _name(recorded: ForecasterRecord | None) -> str | None:
+    return recorded.name if recorded is not None and recorded.name else None

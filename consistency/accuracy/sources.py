@@ -19,7 +19,10 @@ from typing import TypeVar
 
 import numpy as np
 
-from ..jsonl import LineError, read_json_object
+from ..jsonl import LineError
+from ..store import layout
+from ..store.records import GroundTruthSummary, RecordError, ScoreSummary, read_record
+from ..store.runs import find_files, is_score_summary
 from . import proper
 from .inputs import ScoreInputError
 from .pairing import Identity, by_questions, identity, identity_of, match
@@ -63,28 +66,25 @@ class Sources:
 def read_consistency(path: str | Path) -> ConsistencyRun:
     """A ``cc score``/``cc evaluate`` output directory (or its ``summary.json``)."""
     path = Path(path)
-    summary_path = path / "summary.json" if path.is_dir() else path
-    summary = read_json_object(summary_path)
-    if summary is None or not isinstance(summary.get("checks"), dict):
-        raise ScoreInputError(f"{summary_path}: not a `cc score` summary (run `cc score` on the forecasts first)")
-    directory = summary_path.parent
+    summary_path = path / layout.SUMMARY if path.is_dir() else path
+    not_one = f"{summary_path}: not a `cc score` summary"
     try:
-        violations = {
-            metric: {
-                c["check"]: c[metric]["avg_violation"]
-                for c in summary["checks"].values()
-                if c[metric]["avg_violation"] is not None
-            }
-            for metric in ("default", "frequentist")
-        }
-    except (KeyError, TypeError) as exc:
-        raise ScoreInputError(f"{summary_path}: not a `cc score` summary (missing {exc})") from None
-    return ConsistencyRun(directory, identity_of(directory, summary.get("inputs") or []), violations)
-
-
-def _is_consistency(path: Path) -> bool:
-    summary = read_json_object(path)
-    return summary is not None and isinstance(summary.get("checks"), dict) and "aggregate" in summary
+        summary = read_record(summary_path, ScoreSummary)
+    except RecordError:
+        raise ScoreInputError(f"{not_one} (run `cc score` on the forecasts first)") from None
+    if "checks" not in summary.model_fields_set:
+        raise ScoreInputError(f"{not_one} (run `cc score` on the forecasts first)")
+    violations: dict[str, dict[str, float]] = {}
+    for metric in ("default", "frequentist"):
+        violations[metric] = {}
+        for entry in summary.checks.values():
+            stats = entry.stats(metric)
+            if stats is None:
+                raise ScoreInputError(f"{not_one} (missing '{metric}')")
+            if stats.avg_violation is not None:
+                violations[metric][entry.check] = stats.avg_violation
+    directory = summary_path.parent
+    return ConsistencyRun(directory, identity_of(directory, summary.inputs), violations)
 
 
 def find_sources(
@@ -104,26 +104,26 @@ def find_sources(
         if not path.exists():
             raise ScoreInputError(f"{path}: no such file or directory")
         if path.is_file():
-            if path.name == "ground_truth_summary.json":
+            if path.name == layout.GROUND_TRUTH_SUMMARY:
                 _add_summary(found, path)
             elif path.suffix.lower() == ".json":
-                if not _is_consistency(path):
+                if not is_score_summary(path):
                     raise ScoreInputError(f"{path}: neither a `cc score` summary nor a ground-truth summary")
                 found.runs.append(read_consistency(path))
             else:
                 per_question.append(path)
             continue
-        summaries = sorted(p for p in path.rglob("summary.json") if _is_consistency(p))
-        results = sorted(path.rglob("ground_truth_results.jsonl"))
+        summaries = [p for p in find_files(path, layout.SUMMARY) if is_score_summary(p)]
+        results = find_files(path, layout.GROUND_TRUTH)
         truth_summaries = [  # a summary is used only where the per-question results are not beside it
-            p for p in sorted(path.rglob("ground_truth_summary.json")) if p.parent not in {r.parent for r in results}
+            p for p in find_files(path, layout.GROUND_TRUTH_SUMMARY) if p.parent not in {r.parent for r in results}
         ]
         found.runs += _each(summaries, read_consistency, skipped)
         per_question += results
         _each(truth_summaries, lambda p: _add_summary(found, p), skipped)
         if not (summaries or results or truth_summaries):
             raise ScoreInputError(
-                f"{path}: holds no `cc score` summary.json, ground_truth_results.jsonl or ground_truth_summary.json "
+                f"{path}: holds no `cc score` {layout.SUMMARY}, {layout.GROUND_TRUTH} or {layout.GROUND_TRUTH_SUMMARY} "
                 "(score forecast directories with `cc score` first)"
             )
     if per_question:
@@ -162,19 +162,22 @@ def _each(paths: list[Path], read: Callable[[Path], T], skipped: list[LineError]
 
 
 def _add_summary(found: Sources, path: Path) -> None:
-    summary = read_json_object(path)
-    if summary is None or "avg_brier_score" not in summary:
+    try:
+        summary = read_record(path, GroundTruthSummary)
+    except RecordError:
+        summary = None
+    if summary is None or "avg_brier_score" not in summary.model_fields_set:
         raise ScoreInputError(f"{path}: not a ground-truth summary (no avg_brier_score)")
-    brier = summary["avg_brier_score"]
-    questions = summary.get("scored", summary.get("total_questions", 0))
-    ci = (summary.get("brier_score") or {}).get("ci95") if isinstance(summary.get("brier_score"), dict) else None
+    brier = summary.avg_brier_score
+    questions = summary.scored if summary.scored is not None else summary.total_questions
+    ci = summary.brier_score.ci95 if summary.brier_score is not None else None
     found.truth[path.parent.name] = Truth(
         float("nan") if brier is None else float(brier),
         int(questions or 0),
         str(path),
         identity_of(path.parent),
         path.parent,
-        (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else None,
+        (float(ci[0]), float(ci[1])) if ci is not None else None,
     )
 
 
@@ -182,7 +185,7 @@ def _directories(files: Sequence[Path]) -> dict[str, Path]:
     """Forecaster name -> the one directory its ``ground_truth_results.jsonl`` is in (as the table names it)."""
     found: dict[str, list[Path]] = {}
     for file in files:
-        if file.name == "ground_truth_results.jsonl":
+        if file.name == layout.GROUND_TRUTH:
             ident = identity_of(file.parent)
             found.setdefault(ident.names[0], []).append(file.parent)
     return {name: dirs[0] for name, dirs in found.items() if len(dirs) == 1}

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import check_from_name
 from ..jsonl import LineError, iter_json_lines, parse_json, utf16_encoding
-from ..models import ForecastLine, GroundTruthRecord
+from ..models import ForecastLine
+from ..store import layout
+from ..store.runs import find_files, ground_truth_records, one_line, recorded_forecaster
 from .inputs import ScoreInputError, outcomes
-from .pairing import forecaster_record
 
 log = logging.getLogger(__name__)
 
@@ -306,15 +306,14 @@ def read_long_table(path: str | Path, skipped: list[LineError] | None = None) ->
     return rows
 
 
-def recorded_forecaster(directory: str | Path) -> str | None:
+def forecaster_name(directory: str | Path) -> str | None:
     """The forecaster name a run directory's ``run.json`` records (``cc evaluate`` runs), if any.
 
     Naming a run by it, not by its time-stamped directory, lets a forecaster's tuple run and its
     ground-truth run meet under one name.
     """
-    recorded = forecaster_record(directory)
-    name = recorded.get("name") if recorded else None
-    return str(name) if name else None
+    recorded = recorded_forecaster(directory)
+    return recorded.name if recorded is not None and recorded.name else None
 
 
 def read_ground_truth(
@@ -323,16 +322,11 @@ def read_ground_truth(
     """Rows from the paper's ``ground_truth_results.jsonl`` (forecaster named as its run records, else after
     its folder); a bad line is an error, or recorded in ``skipped`` and left out."""
     path = Path(path)
-    name = forecaster or recorded_forecaster(path.parent) or path.parent.name
+    name = forecaster or forecaster_name(path.parent) or path.parent.name
     rows = []
-    for number, obj in iter_json_lines(path):
-        if isinstance(obj, LineError):
-            _skip(skipped, obj)
-            continue
-        try:
-            record = GroundTruthRecord.model_validate(obj)
-        except ValueError as exc:
-            _skip(skipped, LineError(str(path), number, None, _one_line(exc)))
+    for number, record in ground_truth_records(path):
+        if isinstance(record, LineError):
+            _skip(skipped, record)
             continue
         q = record.question
         rows.append(
@@ -349,7 +343,7 @@ def read_ground_truth(
     return rows
 
 
-def read_run(
+def read_run_rows(
     directory: str | Path,
     forecaster: str | None = None,
     duplicates: str = "error",
@@ -364,12 +358,10 @@ def read_run(
     """
     _check_policy(duplicates)
     directory = Path(directory)
-    name = forecaster or recorded_forecaster(directory) or directory.name
+    name = forecaster or forecaster_name(directory) or directory.name
     rows: dict[str, dict] = {}
     probs: dict[str, list[float]] = {}
-    for path in sorted(directory.glob("*.jsonl")):
-        if check_from_name(path) is None:
-            continue
+    for path in layout.forecast_files_in(directory):
         for number, obj in _lines_of(path):
             if isinstance(obj, LineError):
                 _skip(skipped, obj)
@@ -380,7 +372,7 @@ def read_run(
             try:
                 line = ForecastLine.model_validate(obj)
             except ValueError as exc:
-                _skip(skipped, LineError(str(path), number, None, _one_line(exc)))
+                _skip(skipped, LineError(str(path), number, None, one_line(exc)))
                 continue
             for slot, entry in line.line.items():
                 q = entry.question
@@ -403,17 +395,6 @@ def read_run(
     if not rows and not skipped:  # lines there were all bad: they are listed, and other paths may be fine
         raise ScoreInputError(f"{directory}: no <Checker>.jsonl forecast lines in this directory")
     return [_merge(row, probs[qid], duplicates) if len(set(probs[qid])) > 1 else row for qid, row in rows.items()]
-
-
-def _one_line(exc: ValueError) -> str:
-    """A validation error on one line (pydantic's are several, with a URL)."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        parts = [
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if e["loc"] else e["msg"] for e in errors(include_url=False)
-        ]
-        return "; ".join(parts)
-    return str(exc).replace("\n", " ")
 
 
 def _lines_of(path: Path) -> Iterator[tuple[int, dict | LineError]]:
@@ -446,7 +427,7 @@ def json_kind(path: str | Path) -> str | None:
 def _per_question_only(path: Path) -> ScoreInputError:
     kind = json_kind(path) or "JSON file"
     return ScoreInputError(
-        f"{path}: a {kind}, not per-question forecasts; this command needs ground_truth_results.jsonl, "
+        f"{path}: a {kind}, not per-question forecasts; this command needs {layout.GROUND_TRUTH}, "
         "a run directory or a long table (CSV/JSONL)"
     )
 
@@ -465,15 +446,15 @@ def load_table(
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(path.rglob("ground_truth_results.jsonl"))
+            found = find_files(path, layout.GROUND_TRUTH)
             if found:
                 for file in found:
                     rows += read_ground_truth(file, skipped=skipped)
-            elif summaries := sorted(path.rglob("ground_truth_summary.json")):
+            elif summaries := find_files(path, layout.GROUND_TRUTH_SUMMARY):
                 raise _per_question_only(summaries[0])
             else:
-                rows += read_run(path, duplicates=duplicates, skipped=skipped)
-        elif path.name == "ground_truth_results.jsonl":
+                rows += read_run_rows(path, duplicates=duplicates, skipped=skipped)
+        elif path.name == layout.GROUND_TRUTH:
             rows += read_ground_truth(path, skipped=skipped)
         elif path.suffix.lower() == ".json" and path.is_file():
             raise _per_question_only(path)

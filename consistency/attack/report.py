@@ -14,7 +14,8 @@ import numpy as np
 
 from ..checks import get_check
 from ..jsonl import atomic_write, dump_line
-from ..metrics.forecast_files import score_forecasts
+from ..metrics.scoring import score_forecasts
+from ..store import layout
 
 if TYPE_CHECKING:
     from ..llm.accounting import RunStats
@@ -144,22 +145,22 @@ def write_outputs(search: Search, out: Path, summary: dict[str, Any]) -> list[Ev
     by_check: dict[str, list[Evaluated]] = defaultdict(list)
     for e in found:
         by_check[e.check.class_name].append(e)
-    for sub in ("tuples", "forecasts"):
+    for sub in (layout.TUPLES_DIR, layout.FORECASTS_DIR):
         (out / sub).mkdir(parents=True, exist_ok=True)
-        for stale in (out / sub).glob("*.jsonl"):
+        for stale in layout.forecast_files_in(out / sub):
             if stale.stem not in by_check:
                 stale.unlink()
     for name, items in by_check.items():
         check = get_check(name)
         scores = score_forecasts(check, [e.probs for e in items], params=search.options.params)
-        with atomic_write(out / "tuples" / f"{name}.jsonl") as fh:
+        with atomic_write(out / layout.TUPLES_DIR / layout.forecast_file(check)) as fh:
             for e in items:
                 tup = {f: e.tuple[f] for f in check.field_names}
                 meta = dict(e.tuple.get("metadata") or {})
                 meta["attack"] = {"violation": e.violation, "family": e.family, "lineage": e.lineage, "round": e.round,
                                   "forecasts": dict(zip(check.field_names, e.probs or [], strict=False))}  # fmt: skip
                 fh.write(dump_line({**tup, "metadata": meta}))
-        with atomic_write(out / "forecasts" / f"{name}.jsonl") as fh:
+        with atomic_write(out / layout.FORECASTS_DIR / layout.forecast_file(check)) as fh:
             for i, e in enumerate(items):
                 line = {
                     f: {"question": e.tuple[f], "forecast": {"prob": p}}
@@ -167,10 +168,10 @@ def write_outputs(search: Search, out: Path, summary: dict[str, Any]) -> list[Ev
                 }
                 fh.write(dump_line({"line": line, "violation_data": scores.violation_data(i)}))
     kept = {id(e) for e in found}
-    with atomic_write(out / "search_log.jsonl") as fh:
+    with atomic_write(out / layout.SEARCH_LOG) as fh:
         for e in search.evaluated:
             fh.write(dump_line(_log_line(e, id(e) in kept)))
-    with atomic_write(out / "report.md") as fh:
+    with atomic_write(out / layout.ATTACK_MARKDOWN) as fh:
         fh.write(render_markdown(summary))
     return found
 

@@ -20,15 +20,16 @@ from ..checks import Check, all_checks, get_check
 from ..checks.logic import Var
 from ..datasets import benchmark_dir
 from ..errors import InputError
+from ..evaluation.scoring import forecast_files
 from ..files import FileKind, detect, validate_lines
 from ..forecasters import Forecaster, load_forecaster
 from ..generate import TemplateInstantiator, instantiate_all
 from ..jsonl import read_jsonl, write_json
 from ..llm import LLM, LLMSettings
 from ..llm.secrets import redact
-from ..metrics.forecast_files import forecast_files
 from ..models import ForecastingQuestion, ForecastLine
 from ..paths import new_run_dir
+from ..store import layout
 from .families import Family, bases_of, default_families
 from .report import summarize, write_outputs
 from .search import Evaluated, Search, SearchOptions
@@ -36,7 +37,7 @@ from .store import CONFIG, GENERATOR_TRANSCRIPT, JOURNAL, TRANSCRIPT, Journal, r
 
 SEEDS_PER_CHECK = 24
 #: What an attack writes at its directory's top level (tuples/ and forecasts/ are replaced file by file).
-WRITTEN = (CONFIG, JOURNAL, TRANSCRIPT, GENERATOR_TRANSCRIPT, "search_log.jsonl", "report.md")
+WRITTEN = (CONFIG, JOURNAL, TRANSCRIPT, GENERATOR_TRANSCRIPT, layout.SEARCH_LOG, layout.ATTACK_MARKDOWN)
 
 
 class AttackError(InputError):
@@ -54,7 +55,7 @@ def load_seeds(source: str | Path | None, checks: Sequence[Check]) -> dict[str, 
     """Seed tuples per check from a tuples or forecasts directory (default: the bundled benchmark), metadata kept."""
     wanted = {c.name for c in checks}
     seeds: dict[str, list[dict[str, Any]]] = {}
-    for path in forecast_files([source or benchmark_dir() / "tuples"]):
+    for path in forecast_files([source or benchmark_dir() / layout.TUPLES_DIR]):
         info = detect(path)
         if info.check is None or info.kind not in (FileKind.TUPLES, FileKind.FORECASTS):
             raise AttackError(f"{path}: holds {info.kind}, not tuples of a check")
@@ -112,7 +113,7 @@ def _setup(
             notes += [made.note(check)] if made.skipped else []
             seeds[check.name] = made.tuples
     if tuples is None and not questions:
-        pool = load_pool(benchmark_dir() / "questions.jsonl")
+        pool = load_pool(benchmark_dir() / layout.BENCHMARK_QUESTIONS)
     known = {q.id for q in pool}
     for tups in seeds.values():  # the seeds' base questions join the pool
         for tup in tups:

@@ -28,7 +28,7 @@ from ..embeddings import LexicalEmbedder
 from ..forecasters import Forecaster
 from ..generate.verify import TupleVerifier
 from ..llm import LLM
-from ..metrics.forecast_files import ScoreParams, score_forecasts
+from ..metrics.scoring import ScoreParams, score_forecasts
 from ..models import ForecastingQuestion
 from .families import Candidate, Family, relation_tuple
 from .mutations import Variant, model_variant, template_variant

@@ -19,11 +19,11 @@ from ..checks import Check
 from ..errors import InputError
 from ..jsonl import AppendLog
 from ..models import ForecastingQuestion
+from ..store.layout import ATTACK_FILE as CONFIG
+from ..store.layout import ATTACK_JOURNAL as JOURNAL
+from ..store.layout import GENERATOR_TRANSCRIPT, TRANSCRIPT
 
-JOURNAL = "journal.jsonl"
-CONFIG = "attack.json"
-TRANSCRIPT = "llm_calls.jsonl"  # the target's model calls
-GENERATOR_TRANSCRIPT = "generator_calls.jsonl"
+__all__ = ["CONFIG", "GENERATOR_TRANSCRIPT", "JOURNAL", "TRANSCRIPT", "Journal", "read_config", "stale_temp"]
 
 
 def question_key(q: ForecastingQuestion) -> str:

@@ -18,7 +18,7 @@ from rich.markup import escape
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from ..metrics.forecast_files import ScoreReport
+    from ..evaluation.scoring import ScoreReport
     from ..models import ForecastingQuestion
 
 

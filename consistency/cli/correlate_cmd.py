@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from ..store.layout import GROUND_TRUTH, GROUND_TRUTH_SUMMARY
 from .console import err, escape, out
 from .table_options import Duplicates, skipping
 
@@ -17,7 +18,7 @@ def correlate(
     paths: Annotated[
         list[Path],
         typer.Argument(
-            help="Ground truth (ground_truth_results.jsonl or ground_truth_summary.json files or directories of them, "
+            help=f"Ground truth ({GROUND_TRUTH} or {GROUND_TRUTH_SUMMARY} files or directories of them, "
             "long tables) and consistency outputs (`cc score`/`cc evaluate` directories, or directories of them)."
         ),
     ],

@@ -13,11 +13,12 @@ from .exits import ExitCode
 
 def stopped_at_cap(result: EvaluationResult) -> None:
     """The spending cap stopped the run: say where it stands and how to go on, and exit with its own code."""
-    stopped, meta, where = result.meta["stopped"], result.meta, escape(str(result.run_dir))
-    answered = sum(s.get("answered") or 0 for s in meta.get("sessions") or [])
+    record, where = result.record, escape(str(result.run_dir))
+    stopped = record.stopped
+    assert stopped is not None  # called only when the cap stopped the run
     err.print(
-        f"[yellow]spending cap reached[/yellow]: ${stopped['spent']:.4f} recorded against --max-cost "
-        f"{stopped['max_cost']:g}; {answered} of {meta.get('questions', 0)} forecasts are saved in {where} "
+        f"[yellow]spending cap reached[/yellow]: ${stopped.spent or 0:.4f} recorded against --max-cost "
+        f"{stopped.max_cost or 0:g}; {record.answered} of {record.questions or 0} forecasts are saved in {where} "
         f"(interrupted); go on with a higher cap: cc evaluate --resume {where} --max-cost USD"
     )
     raise typer.Exit(ExitCode.SPENDING_CAP)

@@ -51,7 +51,7 @@ def diff(
 ) -> None:
     """Compare two runs on the tuples (or resolved questions) both scored: mean violation (or Brier score) of
     each, the paired difference B − A with a bootstrap interval and a paired test, and what changed most."""
-    from ..metrics.run_diff import diff_runs
+    from ..evaluation.diff import diff_runs
 
     result = diff_runs(
         run_a,

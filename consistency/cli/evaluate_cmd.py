@@ -20,13 +20,15 @@ from ..evaluation import (
 )
 from ..evaluation.ground_truth import evaluate_questions, resume_questions
 from ..evaluation.reading import how_to_read
-from ..evaluation.resume import resume_options
-from ..evaluation.sessions import this_session
+from ..evaluation.resuming import resume_options
 from ..forecasters import load_forecaster
 from ..forecasters.loading import parse_options
 from ..llm import LLMSettings
 from ..llm.secrets import redact
-from ..metrics.forecast_files import ScoreParams
+from ..metrics.scoring import ScoreParams
+from ..store.layout import GROUND_TRUTH_SUMMARY, SUMMARY
+from ..store.meta import Totals
+from ..store.records import truth_summary_of
 from .bounds import positive
 from .console import err, escape, fmt, out, print_skipped, violations
 from .cost_view import print_estimate, stopped_at_cap
@@ -237,7 +239,7 @@ def evaluate_cmd(
             )
     finally:
         bar.stop()
-    if result.meta.get("stopped"):
+    if result.record.stopped:
         stopped_at_cap(result)
     _print(result, as_json)
     failures = failed_gates(result, fail_on_error=fail_on_error, max_violation=max_violation, per_check=check_level)
@@ -267,51 +269,51 @@ def _options(items: list[str] | None) -> dict[str, str]:
 
 
 def _print(result: EvaluationResult, as_json: bool) -> None:
-    meta = result.meta
-    if result.report is None:
-        summary = meta["summary"]
+    record = result.record
+    summary = truth_summary_of(record) if result.report is None else None
+    if summary is not None:
         if as_json:
-            out.print_json(json.dumps(summary))
+            out.print_json(json.dumps(record.summary))
         else:
             out.print(
-                f"questions {summary['total_questions']}  scored {summary['scored']}  failed {summary['failed']} "
-                f"({fmt(summary['fraction_failed'], 3)})\n"
-                f"Brier score {fmt(summary['avg_brier_score'])}  log score {fmt(summary['avg_log_score'])} bits  "
-                f"calibration error {fmt(summary.get('calibration_error'))}"
+                f"questions {summary.total_questions}  scored {summary.scored}  failed {summary.failed} "
+                f"({fmt(summary.fraction_failed, 3)})\n"
+                f"Brier score {fmt(summary.avg_brier_score)}  log score {fmt(summary.avg_log_score)} bits  "
+                f"calibration error {fmt(summary.calibration_error)}"
             )
     elif as_json:
-        out.print_json((result.run_dir / "summary.json").read_text(encoding="utf-8"))
+        out.print_json((result.run_dir / SUMMARY).read_text(encoding="utf-8"))
     else:
         out.print(violations(result.report))
-    note = None if as_json else how_to_read(result.run_dir, meta)
+    note = None if as_json else how_to_read(result.run_dir, record)
     if note:
         out.print(note, markup=False, highlight=False)
-    totals, session = meta.get("totals", {}), this_session(meta)
-    part, count = "", len(meta.get("sessions") or [])
+    totals, session = record.totals or Totals(), record.session_totals()
+    part, count = "", len(record.sessions or [])
     if count > 1:
         part = (
-            f" over {count} sessions (this one: {session.get('calls', 0)} calls, {session.get('cache_hits', 0)} "
-            f"cache hits, ${session.get('cost', 0):.4f})"
+            f" over {count} sessions (this one: {session.calls or 0} calls, {session.cache_hits or 0} "
+            f"cache hits, ${session.cost or 0:.4f})"
         )
     err.print(
-        f"{meta.get('questions', 0)} questions, {len(result.failures)} failed; "
-        f"{totals.get('calls', 0)} model calls, {totals.get('cache_hits', 0)} cache hits, ${totals.get('cost', 0):.4f}"
+        f"{record.questions or 0} questions, {len(result.failures)} failed; "
+        f"{totals.calls or 0} model calls, {totals.cache_hits or 0} cache hits, ${totals.cost or 0:.4f}"
         f"{part}"
         + (
             " (a bot's own LLM calls go through litellm and are not counted here)"
-            if "bot" in meta.get("forecaster", {})
+            if record.forecaster and record.forecaster.bot
             else ""
         )
     )
-    unresolved = (meta.get("summary") or {}).get("unresolved") or 0
-    if result.report is None and unresolved and (meta.get("summary") or {}).get("scored"):
+    unresolved = (summary.unresolved or 0) if summary else 0
+    if summary is not None and unresolved and summary.scored:
         err.print(f"[yellow]{unresolved} answered question(s) have no resolution[/yellow]: forecast, not scored")
-    summary_file = "ground_truth_summary.json" if result.report is None else "summary.json"
+    summary_file = GROUND_TRUTH_SUMMARY if result.report is None else SUMMARY
     print_skipped(result.skipped, str(result.run_dir / summary_file))
     for failure in result.failures[:5]:
         err.print(f"  failed {escape(failure['question_id'])}: {escape(str(failure['error']))}")
     if len(result.failures) > 5:
-        err.print(f"  ... and {len(result.failures) - 5} more (listed in summary.json)")
-    err.print(f"run directory: [bold]{escape(str(result.run_dir))}[/bold] ({meta['status']})")
-    if meta["status"] != "complete" or result.failures:
+        err.print(f"  ... and {len(result.failures) - 5} more (listed in {SUMMARY})")
+    err.print(f"run directory: [bold]{escape(str(result.run_dir))}[/bold] ({record.status})")
+    if record.status != "complete" or result.failures:
         err.print(f"retry what is missing with: cc evaluate --resume {escape(str(result.run_dir))}")

@@ -24,7 +24,7 @@ def inspect_log(
 ) -> None:
     """Write RUN's forecasts as an inspect log of task consistency/all, scored as the inspect task scores."""
     from ..integrations.inspect.logs import export_run
-    from ..metrics.forecast_files import ScoreParams
+    from ..metrics.scoring import ScoreParams
 
     metrics = export_run(run, output, ScoreParams(epsilon=epsilon))
     out.print(

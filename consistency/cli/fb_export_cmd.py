@@ -65,11 +65,11 @@ def _questions(run: Path, given: Path | None):
     from ..errors import InputError
     from ..evaluation.ground_truth import load_questions
     from ..forecastbench import ForecastBenchError
-    from ..jsonl import read_json_object
+    from ..store.runs import recorded_questions_file
 
     path = given
     if path is None:
-        recorded = (read_json_object(run / "run.json") or {}).get("questions_file")
+        recorded = recorded_questions_file(run)
         if not recorded:
             raise ForecastBenchError(
                 f"{run} records no questions file (a run on tuples): give --questions with the imported questions"

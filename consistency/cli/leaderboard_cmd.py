@@ -76,14 +76,9 @@ def leaderboard(
 
 
 def _summaries_only(path: Path) -> bool:
-    """A ground-truth summary, or a directory of them without per-question results."""
-    if path.is_file():
-        return path.name == "ground_truth_summary.json"
-    return (
-        path.is_dir()
-        and any(path.rglob("ground_truth_summary.json"))
-        and not any(path.rglob("ground_truth_results.jsonl"))
-    )
+    from ..store.runs import truth_summaries_only
+
+    return truth_summaries_only(path)
 
 
 def _from_summaries(paths: list[Path]) -> list[Standing]:

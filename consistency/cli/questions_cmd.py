@@ -13,6 +13,7 @@ import typer
 from ..questions import QuestionReport, verify_questions
 from ..questions.making import Making, NewsSources, Titling, complete, day, given, synthetic, window
 from ..questions.making import related as related_to
+from ..store.layout import resolved_file
 from .bounds import positive
 from .console import err, escape, out, questions_of
 from .errors import SAVED, handle_errors
@@ -316,7 +317,12 @@ def resolve_cmd(
     questions: Annotated[Path, typer.Argument(help="Questions JSONL.")],
     out_path: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Where to write (default: <name>.resolved.jsonl).", callback=_file_out),
+        typer.Option(
+            "--out",
+            "-o",
+            help=f"Where to write (default: {resolved_file(Path('<name>.jsonl')).name}).",
+            callback=_file_out,
+        ),
     ] = None,
     as_of: Annotated[str | None, typer.Option(help="Resolve questions due by this day (default: today).")] = None,
     votes: Annotated[int, typer.Option(min=1, help="Model answers per question; the majority of yes/no wins.")] = 1,
@@ -329,7 +335,7 @@ def resolve_cmd(
 
     pool = questions_of(questions)
     as_of_day = day(as_of, "--as-of") or date.today()
-    target = out_path or questions.with_name(questions.name.removesuffix(".jsonl") + ".resolved.jsonl")
+    target = out_path or resolved_file(questions)
 
     async def run():
         async with llm_args.client() as llm:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..store.layout import REPAIR_REPORT
 from .console import err, escape, fmt, out, show, table
 from .errors import handle_errors
 from .exits import ExitCode
@@ -102,7 +103,7 @@ def repair(
     if not as_json:
         _notes(report)
     if report.errors:
-        err.print(f"[yellow]{len(report.errors)} line error(s) left out[/yellow] (all listed in repair.json):")
+        err.print(f"[yellow]{len(report.errors)} line error(s) left out[/yellow] (all listed in {REPAIR_REPORT}):")
         for line in report.errors[:5]:
             err.print(f"  {line}", markup=False, soft_wrap=True)
     err.print(f"repaired forecasts written to [bold]{escape(str(report.out))}[/bold] (0 model calls)")
@@ -129,7 +130,7 @@ def _notes(report: RepairReport) -> None:
         sets = len({c.conflict for c in report.left_out})
         out.print(
             f"[yellow]{len(report.left_out)} tuple(s) left out[/yellow]: {sets} set(s) of tuples that contradict "
-            "each other (--skip-conflicts; all listed in repair.json):"
+            f"each other (--skip-conflicts; all listed in {REPAIR_REPORT}):"
         )
         for c in report.left_out[:10]:
             out.print(f"  set {c.conflict + 1}: {c.describe()}", markup=False, soft_wrap=True)

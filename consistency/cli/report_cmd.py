@@ -77,7 +77,7 @@ def _path(spec: str) -> str:
 
 
 def _add_diff(paths: list[str], page: Path) -> None:
-    from ..metrics.run_diff import diff_runs
+    from ..evaluation.diff import diff_runs
     from ..report.diff_section import add_to_report, diff_html
 
     if len(paths) != 2:

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import InputError
+from ..store.layout import SUMMARY
 from .console import err, escape, fmt, pct, print_skipped, show, table, violations
 from .exits import ExitCode
 
 if TYPE_CHECKING:  # the scoring stack (numpy, pydantic models) loads when the command runs, not for --help
-    from ..metrics.forecast_files import ScoreParams, ScoreReport
+    from ..evaluation.scoring import ScoreReport
+    from ..metrics.scoring import ScoreParams
 
 
 def score(
@@ -40,7 +42,7 @@ def score(
     seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
 ) -> None:
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
-    from ..metrics.forecast_files import ScoreParams, run_directories, score_path, write_report
+    from ..evaluation.scoring import ScoreParams, run_directories, score_path, write_report
     from ..paths import new_run_dir
 
     params = ScoreParams(epsilon=epsilon, bootstrap=bootstrap, seed=seed)
@@ -57,7 +59,7 @@ def score(
 
 def _show(report: ScoreReport, target: Path, as_json: bool) -> None:
     show(report.summary(), as_json, lambda: violations(report))
-    print_skipped(report.errors, "summary.json", "line(s) could not be scored", limit=20)
+    print_skipped(report.errors, SUMMARY, "line(s) could not be scored", limit=20)
     err.print(f"results written to [bold]{escape(str(target))}[/bold]")
     if not any(f.line_numbers for f in report.files):
         err.print("[red]no line could be scored[/red]")
@@ -87,7 +89,7 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
     """Score each run directory on its own into ``out_dir/<name>/``; one failing directory does not stop the rest."""
     import os
 
-    from ..metrics.forecast_files import RunSkipped, score_runs
+    from ..evaluation.scoring import RunSkipped, score_runs
 
     names = [r.name for r in runs]
     if len(set(names)) != len(names):
@@ -107,7 +109,7 @@ def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str
                      pct(d["fraction_violated"]), fmt(f["avg_violation"]), pct(f["fraction_violated"])])  # fmt: skip
         if result["errors"]:
             n = len(result["errors"])
-            err.print(f"[yellow]{escape(run.name)}: {n} line error(s)[/yellow] (listed in its summary.json)")
+            err.print(f"[yellow]{escape(run.name)}: {n} line error(s)[/yellow] (listed in its {SUMMARY})")
     columns = ("run", "checks", "tuples", "arbitrage avg", "arb. violated", "frequentist avg", "freq. violated")
     title = f"Consistency violations per run ({len(runs)} directories; arbitrage in nats)"
     show(summaries, as_json, lambda: table(title, columns, rows, fold=columns))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..store.layout import GROUND_TRUTH
 from .console import err, print_skipped
 
 if TYPE_CHECKING:
@@ -23,9 +24,7 @@ DUPLICATES = ("error", "mean", "first", "last")
 AsOf = Annotated[
     datetime | None, typer.Option("--as-of", help="Hold back questions that resolved before their scheduled date.")
 ]
-SOURCES_HELP = (
-    "Long tables (CSV/JSONL: forecaster, question_id, prob, resolution, ...) or ground_truth_results.jsonl files/dirs."
-)
+SOURCES_HELP = f"Long tables (CSV/JSONL: forecaster, question_id, prob, resolution, ...) or {GROUND_TRUTH} files/dirs."
 Duplicates = Annotated[
     str,
     typer.Option(

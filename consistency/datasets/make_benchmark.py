@@ -19,6 +19,7 @@ from ..checks.builtin import BUILTIN_CHECKS
 from ..generate import Instantiated, TemplateInstantiator, instantiate_all
 from ..jsonl import read_jsonl, write_jsonl
 from ..models import ForecastingQuestion
+from ..store import layout
 from . import benchmark_dir
 
 PER_CHECK = 24
@@ -37,14 +38,14 @@ def make_benchmark(
     made = {}
     for check in BUILTIN_CHECKS:  # MONOTONE's chains start only from questions with a deadline to move
         made[check.class_name] = asyncio.run(instantiate_all(instantiator, check, questions, per_check, seed=seed))
-        write_jsonl(out_dir / f"{check.class_name}.jsonl", made[check.class_name].tuples)
+        write_jsonl(out_dir / layout.forecast_file(check), made[check.class_name].tuples)
     return made
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--questions", type=Path, default=benchmark_dir() / "questions.jsonl")
-    parser.add_argument("--out", type=Path, default=benchmark_dir() / "tuples")
+    parser.add_argument("--questions", type=Path, default=benchmark_dir() / layout.BENCHMARK_QUESTIONS)
+    parser.add_argument("--out", type=Path, default=benchmark_dir() / layout.TUPLES_DIR)
     parser.add_argument("--per-check", type=int, default=PER_CHECK)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

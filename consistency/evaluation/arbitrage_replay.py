@@ -23,11 +23,11 @@ import numpy as np
 
 from ..checks import Check, get_check
 from ..errors import InputError
-from ..forecasters.arbitrage import SIDECAR
 from ..jsonl import LineError, atomic_write, dump_line, iter_json_lines
 from ..metrics.arbitrage import arbitrage
 from ..metrics.arbitraging import arbitrage_step, min_profit, step_weights, weight_rule
-from .rundir import JOURNAL, TRANSCRIPT
+from ..store import layout
+from ..store.layout import SIDECAR
 
 #: A stored step whose trade can lose more than this (nats) counts as a negative guaranteed profit.
 PROFIT_TOLERANCE = 1e-9
@@ -188,7 +188,7 @@ class Replayer:
         meta = entry.get("elicitation_metadata")
         if is_reference(meta):
             if self.sidecar is None:
-                raise ReplayError("the tree refers to an arbitrage_steps.jsonl; replay it inside its run directory")
+                raise ReplayError(f"the tree refers to an {SIDECAR}; replay it inside its run directory")
             meta = self.sidecar.tree(meta)
         if is_tree(meta):
             return self.replay(meta, float(value))
@@ -230,8 +230,7 @@ def forecast_files(path: str | Path) -> list[Path]:
         return [source]
     if source.is_dir():
         # a run directory's journal, transcript and sidecar are not forecast files
-        skip = {"config.jsonl", JOURNAL, TRANSCRIPT, SIDECAR}
-        files = sorted(p for p in source.glob("*.jsonl") if p.name not in skip)
+        files = sorted(p for p in source.glob(f"*{layout.FORECAST_SUFFIX}") if p.name not in layout.NOT_FORECASTS)
         if files:
             return files
         raise ReplayError(f"{source}: no .jsonl forecast files")

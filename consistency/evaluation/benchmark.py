@@ -16,8 +16,9 @@ from ..datasets import benchmark_dir
 from ..errors import InputError
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
-from ..metrics.forecast_files import ScoringError, forecast_files
 from ..models import ForecastingQuestion, ForecastLine
+from ..store import layout
+from .scoring import ScoringError, forecast_files
 
 T = TypeVar("T")
 
@@ -38,7 +39,7 @@ class TupleSet:
 
 
 def bundled_tuples() -> Path:
-    return benchmark_dir() / "tuples"
+    return benchmark_dir() / layout.TUPLES_DIR
 
 
 def load_benchmark(

@@ -17,10 +17,11 @@ from typing import Any
 
 from ..errors import InputError, RunFailed
 from ..forecasters import Forecaster
-from ..metrics.forecast_files import ScoreReport
-from ..metrics.run_diff import read_run_scores
+from ..store.records import truth_summary_of
 from .asking import RunOptions
+from .diff import read_run_scores
 from .runner import EvaluationResult, evaluate
+from .scoring import ScoreReport
 
 
 class LimitError(InputError):
@@ -75,15 +76,16 @@ def failed_gates(
     """Why a finished run fails its gates, one sentence each (empty: it passes): more failed questions than
     ``fail_on_error``, no forecast at all, a ground-truth run with nothing resolved to score, or a mean
     violation over ``max_violation``. The run directory is written either way."""
-    failed, total = len(result.failures), result.meta.get("questions", 0)
+    record = result.record
+    failed, total = len(result.failures), record.questions or 0
     if fail_on_error is not None and too_many_failures(failed, total, checked_limit("--fail-on-error", fail_on_error)):
         return [f"{failed} failed question(s) exceed --fail-on-error {fail_on_error:g}"]
     if total and failed == total:  # not "a few failed items": nothing at all to score
         return ["no question got a forecast"]
-    summary = result.meta.get("summary") or {}
-    if result.report is None and total and not summary.get("scored") and summary.get("unresolved"):
+    summary = truth_summary_of(record) if result.report is None else None
+    if summary is not None and total and not summary.scored and summary.unresolved:
         return [
-            f"nothing scored: none of the {summary['unresolved']} answered question(s) has a resolution; "
+            f"nothing scored: none of the {summary.unresolved} answered question(s) has a resolution; "
             "a ground-truth run scores resolved questions only (resolve them with cc questions resolve)"
         ]
     if max_violation is None or result.report is None:

@@ -16,6 +16,7 @@ from ..forecasters import Forecaster
 from ..jsonl import LineError, write_json, write_jsonl
 from ..metrics import bootstrap_mean_ci
 from ..models import ForecastingQuestion, GroundTruthRecord
+from ..store import layout
 from .asking import Ask, RunOptions, drive, question_key
 from .benchmark import check_sample, nothing_usable, sample_in_order
 from .rundir import RunDir
@@ -144,9 +145,9 @@ def _write_results(root: Path, asks: Sequence[Ask], done, errors: list[LineError
         }
         for i, (q, f) in enumerate(resolved)
     ]
-    write_jsonl(root / "ground_truth_results.jsonl", lines)
+    write_jsonl(root / layout.GROUND_TRUTH, lines)
     summary = _summary(p, y, b, ll, total=len(asks), answered=len(rows), failures=failures, errors=errors)
-    write_json(root / "ground_truth_summary.json", summary)
+    write_json(root / layout.GROUND_TRUTH_SUMMARY, summary)
     return summary, failures
 
 

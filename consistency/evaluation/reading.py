@@ -17,6 +17,7 @@ from typing import Any
 
 from ..jsonl import iter_json_lines
 from ..llm.specs import ModelSpecError, parse_model_spec
+from ..store.meta import RunMeta, run_meta_of
 from .rundir import RunDir
 
 #: A run is degenerate when at least this share of its forecasts round to one value (2 decimals).
@@ -44,9 +45,10 @@ def degenerate(probabilities: Sequence[float]) -> str | None:
     )
 
 
-def uses_bundled_model(meta: dict[str, Any]) -> bool:
+def uses_bundled_model(meta: RunMeta | dict[str, Any]) -> bool:
     """Whether the run's forecaster asked the bundled weights (``local`` without ``CC_LOCAL_MODEL``)."""
-    config = (meta.get("forecaster") or {}).get("full_forecaster_config") or {}
+    record = meta if isinstance(meta, RunMeta) else run_meta_of(meta)
+    config = (record.forecaster.full_forecaster_config if record.forecaster else None) or {}
     model = config.get("model")
     if not isinstance(model, str) or os.environ.get("CC_LOCAL_MODEL", "").strip():
         return False
@@ -56,7 +58,7 @@ def uses_bundled_model(meta: dict[str, Any]) -> bool:
         return False
 
 
-def how_to_read(run_dir: Path, meta: dict[str, Any]) -> str | None:
+def how_to_read(run_dir: Path, meta: RunMeta | dict[str, Any]) -> str | None:
     """What to say under a run's results (see the module's docstring), or None when they speak for themselves."""
     probabilities = []
     for _, record in iter_json_lines(RunDir(run_dir).journal):

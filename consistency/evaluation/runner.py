@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,14 @@ from ..forecasters import Forecaster, Occurrence, load_forecaster
 from ..forecasters.loading import load_recorded
 from ..jsonl import LineError, atomic_write, dump_line
 from ..llm.secrets import redact
-from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
+from ..metrics.scoring import ScoreParams, score_forecasts
 from ..paths import new_run_dir
+from ..store import layout
+from ..store.meta import RunMeta, run_meta_of
 from .asking import Ask, RunOptions, drive, occurrence_key, options_of, question_key
 from .benchmark import TupleSet, fingerprint, load_benchmark
 from .rundir import RunDir, RunDirError
+from .scoring import ScoredFile, ScoreReport, write_stats
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +37,11 @@ class EvaluationResult:
     failures: list[dict[str, Any]]
     meta: dict[str, Any]
     skipped: list[LineError] = field(default_factory=list)  # input lines that could not be used
+
+    @cached_property
+    def record(self) -> RunMeta:
+        """:attr:`meta` as the store's typed run record (what readers use instead of its keys)."""
+        return run_meta_of(self.meta, self.run_dir / layout.RUN_FILE)
 
 
 def start_run(
@@ -298,7 +307,7 @@ def _score_set(root: Path, ts: TupleSet, set_keys, done, params: ScoreParams) ->
         kept.append(i)
     probs = np.array(rows, dtype=float).reshape(len(rows), ts.check.n_fields)
     scores = score_forecasts(ts.check, probs, params=params)
-    target = root / f"{ts.check.class_name}.jsonl"
+    target = root / layout.forecast_file(ts.check)
     with atomic_write(target) as fh:
         for j, i in enumerate(kept):
             line = {

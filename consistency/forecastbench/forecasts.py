@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..evaluation.rundir import JOURNAL
-from ..files import check_from_name
 from ..jsonl import LineError, iter_json_lines
+from ..store.layout import JOURNAL, forecast_files_in
 from .bulk import paused_collector
 from .formats import ForecastBenchError, load_document
 from .keys import RowKey, key_of
@@ -65,12 +64,12 @@ def _take(out: Forecasts, qid: Any, forecast: Any) -> None:
 
 def read_run(directory: str | Path, name: str | None = None) -> Forecasts:
     """A run directory's forecasts on ForecastBench questions (its journal, else its forecast lines)."""
-    from ..accuracy.table import recorded_forecaster
+    from ..accuracy.table import forecaster_name
 
     directory = Path(directory)
     if not directory.is_dir():
         raise ForecastBenchError(f"{directory}: no such run directory")
-    out = Forecasts(name or recorded_forecaster(directory) or directory.name, str(directory))
+    out = Forecasts(name or forecaster_name(directory) or directory.name, str(directory))
     journal = directory / JOURNAL
     if journal.is_file():
         for _, obj in iter_json_lines(journal):
@@ -79,8 +78,7 @@ def read_run(directory: str | Path, name: str | None = None) -> Forecasts:
                 continue
             _take(out, obj.get("question_id"), obj.get("forecast"))
     else:
-        files = [p for p in sorted(directory.glob("*.jsonl")) if check_from_name(p) is not None]
-        for path in files:
+        for path in forecast_files_in(directory):
             for number, obj in iter_json_lines(path):
                 line = obj.get("line") if isinstance(obj, dict) else None
                 if not isinstance(line, dict):

@@ -36,11 +36,11 @@ from ..metrics import ARBITRAGE_THRESHOLD
 from ..metrics.arbitraging import Step, arbitrage_step, step_weights, weight_rule
 from ..models import Forecast, ForecastingQuestion
 from ..prompts import question_block, render
+from ..store.layout import SIDECAR
 from .base import Forecaster, ForecastError, note_call
 
 log = logging.getLogger(__name__)
 
-SIDECAR = "arbitrage_steps.jsonl"
 #: Namespace of the ids of generated related questions.
 NAMESPACE = uuid.UUID("8c7f6b1e-2a44-4f0b-b7a9-3e5d1c0f9a27")
 _SHORT = {"NEGATION": "N", "PARAPHRASE": "P", "EXPEVIDENCE": "EE"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..files import FileKind, detect, validate_lines
-from ..metrics.forecast_files import is_checker_file
 from ..models import Forecast, ForecastingQuestion, ForecastLine, GroundTruthRecord
+from ..store.layout import GROUND_TRUTH, check_of
 from .base import Forecaster, ForecastError, current_occurrence
 
 
@@ -80,7 +80,7 @@ def _files(source: Path) -> list[Path]:
         return [source]
     if not source.is_dir():
         raise ValueError(f"{source}: no such file or directory")
-    found = sorted(p for p in source.glob("*.jsonl") if is_checker_file(p) or p.name == "ground_truth_results.jsonl")
+    found = sorted(p for p in source.glob("*.jsonl") if check_of(p) is not None or p.name == GROUND_TRUTH)
     if not found:
-        raise ValueError(f"{source}: no <Checker>.jsonl or ground_truth_results.jsonl files to replay")
+        raise ValueError(f"{source}: no <Checker>.jsonl or {GROUND_TRUTH} files to replay")
     return found

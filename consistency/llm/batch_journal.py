@@ -19,10 +19,9 @@ import openai
 from ..errors import InputError, RunFailed
 from ..jsonl import LineError, cut_torn_tail, iter_json_lines
 from ..paths import cache_dir
+from ..store.layout import BATCHES
 from .secrets import redact
 
-#: The journal's file name (in a run directory, or in the cache directory for other commands).
-BATCHES = "batches.jsonl"
 #: Batch states after which nothing changes any more.
 FINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 

@@ -1,6 +1,6 @@
 """The consistency lens (no outcomes needed): pure functions of forecast arrays, vectorised over many
-tuples; :mod:`.forecast_files` applies them to forecast files and runs (``cc score``). The accuracy
-lens is :mod:`consistency.accuracy`."""
+tuples (no file is read or written here); :mod:`consistency.evaluation.scoring` applies them to forecast
+files and runs (``cc score``). The accuracy lens is :mod:`consistency.accuracy`."""
 
 from .arbitrage import DEFAULT_EPSILON, ArbitrageResult, arbitrage, clip_forecasts
 from .frequentist import FrequentistParams, frequentist

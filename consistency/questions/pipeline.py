@@ -18,6 +18,7 @@ from ..jsonl import AppendLog
 from ..llm import LLM
 from ..models import ForecastingQuestion
 from ..prompts import question_block, render
+from ..store.layout import rejects_file
 
 #: Namespace of the ids of generated questions (same title, same id).
 NAMESPACE = uuid.UUID("0d6a4f7e-31c2-4b8e-9f57-2a1e6c9b4d30")
@@ -46,7 +47,7 @@ class QuestionReport:
 
 
 def rejects_path_for(path: Path) -> Path:
-    return path.with_name(path.name.removesuffix(".jsonl") + ".rejects.jsonl")
+    return rejects_file(path)
 
 
 def _day(d: date) -> datetime:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from ..checks import Check
 from ..metrics.arbitrage import clip_forecasts
-from ..metrics.forecast_files import score_forecasts
+from ..metrics.scoring import score_forecasts
 
 
 class Realized(BaseModel):

@@ -22,10 +22,11 @@ import numpy as np
 
 from .. import __version__
 from ..checks.check import NONE
+from ..evaluation.scoring import ScoredFile, ScoreReport, write_stats
 from ..jsonl import atomic_write, dump_line, iter_json_lines, write_json
 from ..locking import try_lock
-from ..metrics.forecast_files import ScoredFile, ScoreParams, ScoreReport, score_forecasts, write_stats
-from ..store.layout import LOCK_FILE, REPAIR_REPORT, RUN_FILE, partial_name
+from ..metrics.scoring import ScoreParams, score_forecasts
+from ..store.layout import LOCK_FILE, REPAIR_REPORT, RUN_FILE, forecast_file, partial_name, partial_pattern
 from ..store.meta import RunMetaError, optional_run_meta
 from ..store.outputs import output_dir
 from . import Score, repair_graph, repair_tuples
@@ -287,9 +288,9 @@ def remove_stale_partials(target: Path) -> list[Path]:
     """Remove the hidden siblings of ``target`` left by repairs that were killed (their process is gone and
     holds no lock on them); returns them. One another repair is writing right now is left alone."""
     removed = []
-    pattern = f".{glob.escape(target.name)}.*partial"
+    pattern = partial_pattern(glob.escape(target.name))
     for old in sorted(target.parent.glob(pattern)):
-        pid_text = old.name[len(target.name) + 2 : -len(".partial")].strip(".")
+        pid_text = old.name[len(target.name) + 2 :].removesuffix("partial").strip(".")
         if not old.is_dir() or old.is_symlink() or not (pid_text == "" or pid_text.isdigit()):
             continue
         if pid_text and _alive(int(pid_text)):
@@ -317,7 +318,7 @@ def _alive(pid: int) -> bool:
 
 def _write_into(repaired: Repaired, partial: Path) -> None:
     graph, report = repaired.graph, repaired.report
-    params = ScoreParams.model_validate(graph.meta.get("parameters") or {})
+    params = graph.meta.part("parameters", ScoreParams)
     files = []
     method = {"score": report.score, "joint": report.joint, "model_calls": 0}
     for c, probs in zip(graph.checks, repaired.probs, strict=True):
@@ -325,7 +326,7 @@ def _write_into(repaired: Repaired, partial: Path) -> None:
             continue
         scores = score_forecasts(c.check, probs, params=params)
         position = {number: i for i, number in enumerate(c.lines)}
-        name = f"{c.check.class_name}.jsonl"
+        name = forecast_file(c.check)
         with atomic_write(partial / name) as fh:
             for number, obj in iter_json_lines(c.path):
                 i = position.get(number)
@@ -353,11 +354,11 @@ def _write_into(repaired: Repaired, partial: Path) -> None:
 
 def base_name(graph: ForecastGraph) -> str:
     """The source's forecaster as rankings name it: its recorded name, else its directory's."""
-    return str((graph.forecaster or {}).get("name") or graph.source.resolve().name)
+    return str((graph.forecaster.name if graph.forecaster else None) or graph.source.resolve().name)
 
 
 def _repaired_forecaster(graph: ForecastGraph, report: RepairReport) -> dict[str, Any]:
-    base = graph.forecaster or {}
+    base = graph.forecaster.model_dump(exclude_unset=True) if graph.forecaster else {}
     return {
         "name": f"{base_name(graph)}+repair-{report.score}-{'joint' if report.joint else 'per-tuple'}",
         "forecaster_class": "RepairedForecaster",
@@ -369,10 +370,11 @@ def _run_record(graph: ForecastGraph, report: RepairReport, forecaster: dict[str
     from ..evaluation.rundir import now
 
     keep = ("benchmark", "parameters", "forecaster_spec", "forecaster_options")
+    recorded = graph.meta.to_dict()
     stamp = now()
     return {
         "consistency_version": __version__,
-        **{k: graph.meta[k] for k in keep if k in graph.meta},
+        **{k: recorded[k] for k in keep if k in recorded},
         "kind": "repair",
         "status": "completed",
         "started": stamp,
@@ -380,7 +382,7 @@ def _run_record(graph: ForecastGraph, report: RepairReport, forecaster: dict[str
         "forecaster": forecaster,
         "repair": {
             "source": report.source,
-            "source_kind": graph.meta.get("kind") or "forecast files",
+            "source_kind": graph.meta.kind or "forecast files",
             "score": report.score,
             "joint": report.joint,
             "model_calls": 0,

@@ -12,17 +12,18 @@ import hashlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..checks import Check, all_checks
 from ..errors import InputError, RunFailed
+from ..evaluation.scoring import NothingToScore, ScoringError, forecast_files
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
-from ..metrics.forecast_files import NothingToScore, ScoreParams, ScoringError, forecast_files
+from ..metrics.scoring import ScoreParams
 from ..models import ForecastingQuestion, ForecastLine, format_datetime
-from ..store.meta import optional_run_meta
+from ..store.meta import ForecasterRecord, RunMeta, optional_run_meta
+from ..store.runs import recorded_forecaster
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +75,8 @@ class ForecastGraph:
     forecasts: list[list[float]]  # per question: every forecast it received
     resolutions: list[bool | None]  # None: unresolved, not resolving, or resolved differently in two places
     conflicting: int  # questions whose occurrences disagree on the resolution
-    meta: dict[str, Any]  # the source's run.json, or {} (the paper's layout)
-    forecaster: dict[str, Any] | None  # run.json's forecaster, or the paper's config.jsonl
+    meta: RunMeta  # the source's run.json (empty for the paper's layout)
+    forecaster: ForecasterRecord | None  # run.json's forecaster, or the paper's config.jsonl
 
     @property
     def errors(self) -> list[LineError]:
@@ -161,8 +162,9 @@ def read_graph(path: str | Path, resolutions: str | Path | None = None) -> Forec
         first = next((str(e) for t in kept for e in t.errors), "")
         why = f" (first: {first})" if first else ""
         raise NothingToRepair(f"{root}: no forecast line could be read, nothing to repair{why}")
-    meta = record.to_dict() if record is not None else {}
-    return ForecastGraph(root, kept, titles, forecasts, outcomes, conflicting, meta, _forecaster(root, meta))
+    meta = record if record is not None else RunMeta()
+    forecaster = meta.forecaster if record is not None else recorded_forecaster(root)
+    return ForecastGraph(root, kept, titles, forecasts, outcomes, conflicting, meta, forecaster)
 
 
 def _outcomes(resolved: list[set[bool | None]]) -> tuple[list[bool | None], int]:
@@ -189,10 +191,3 @@ def _add_resolutions(path: str | Path, positions: dict[str, int], outcomes: list
         at = positions.get(question_identity(q))
         if at is not None and outcomes[at] is None and q.resolution is not None:
             outcomes[at] = q.resolution
-
-
-def _forecaster(root: Path, meta: dict[str, Any]) -> dict[str, Any] | None:
-    from ..accuracy.pairing import forecaster_record
-
-    recorded = meta.get("forecaster") if meta else None
-    return recorded if isinstance(recorded, dict) else forecaster_record(root)

@@ -103,9 +103,10 @@ def by_depth(runs: list[Run]) -> dict[str, dict[int, Run]]:
     """ArbitrageForecaster runs grouped by everything in their configuration but ``depth``: depth -> run."""
     groups: dict[str, dict[int, Run]] = {}
     for run in runs:
-        recorded = run.forecaster or {}
-        config = dict(recorded.get("full_forecaster_config") or {})
-        if recorded.get("forecaster_class") != "ArbitrageForecaster" or not run.checks or "depth" not in config:
+        recorded = run.forecaster
+        config = dict((recorded.full_forecaster_config if recorded else None) or {})
+        recorded_class = recorded.forecaster_class if recorded else None
+        if recorded_class != "ArbitrageForecaster" or not run.checks or "depth" not in config:
             continue
         depth = int(config.pop("depth"))
         label = ", ".join(f"{k}={v}" for k, v in sorted(config.items()) if v not in (None, False))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from ..metrics.run_diff import DiffResult
+from ..evaluation.diff import DiffResult
 
 
 def diff_html(result: DiffResult) -> str:

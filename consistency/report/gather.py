@@ -10,10 +10,8 @@ per check keep their questions; every tuple keeps its two violations, for the di
 
 from __future__ import annotations
 
-import heapq
 import json
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,15 +19,19 @@ from typing import Any
 import numpy as np
 
 from ..accuracy import proper
-from ..accuracy.pairing import Identity, forecaster_record, identity, identity_of, named
+from ..accuracy.pairing import Identity, identity, identity_of, named
 from ..accuracy.table import read_ground_truth
 from ..checks import Check, all_checks, get_check
 from ..errors import InputError
-from ..jsonl import iter_json_lines, parse_json
+from ..evaluation.scoring import ScoredFile, ScoreParams, forecast_files, score_path
 from ..metrics import bootstrap_mean_ci
-from ..metrics.forecast_files import ScoredFile, ScoreParams, forecast_files, is_checker_file, score_path
-from ..store.layout import ATTACK_FILE, GROUND_TRUTH, GROUND_TRUTH_SUMMARY, RUN_FILE, SUMMARY
-from ..store.meta import optional_run_meta, read_run_meta
+from ..store import layout
+from ..store.lines import lines_at
+from ..store.meta import ForecasterRecord, RunMeta, optional_run_meta
+from ..store.records import QuestionFailure, RecordError
+from ..store.runs import Run as StoredRun
+from ..store.runs import RunError, RunKind, is_result
+from ..store.runs import read_run as read_stored
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +100,7 @@ class Run:
     identity: Identity  # runs of one forecaster (by :mod:`consistency.accuracy.pairing`) are one comparison row
     info: dict[str, str]
     checks: list[CheckResult] = field(default_factory=list)
-    forecaster: dict[str, Any] | None = None  # as recorded: forecaster_class, full_forecaster_config
+    forecaster: ForecasterRecord | None = None  # as recorded: forecaster_class, full_forecaster_config
     accuracy: Accuracy | None = None
     failures: list[str] = field(default_factory=list)  # first LIST_LIMIT question failures, with reasons
     n_failures: int = 0
@@ -120,18 +122,13 @@ def gather(paths: list[str], top: int = 5) -> list[Run]:
     runs = []
     for raw in paths:
         name, path = _split_name(raw)
-        if path.is_dir() and not _recognised(path):
-            subdirs = sorted(d for d in path.iterdir() if d.is_dir() and _recognised(d))
+        if path.is_dir() and not is_result(path):
+            subdirs = sorted(d for d in path.iterdir() if d.is_dir() and is_result(d))
             if subdirs and name is None:
                 runs += [read_run(d, None, top) for d in subdirs]
                 continue
         runs.append(read_run(path, name, top))
     return runs
-
-
-def _recognised(path: Path) -> bool:
-    known = (RUN_FILE, SUMMARY, GROUND_TRUTH, ATTACK_FILE)
-    return any((path / f).is_file() for f in known) or any(is_checker_file(p) for p in path.glob("*.jsonl"))
 
 
 def _split_name(raw: str) -> tuple[str | None, Path]:
@@ -143,52 +140,29 @@ def _split_name(raw: str) -> tuple[str | None, Path]:
 
 def read_run(path: Path, name: str | None = None, top: int = 5) -> Run:
     """Read one PATH, whatever it holds; raises :class:`ReportInputError` naming it when it holds nothing usable."""
-    if not path.exists():
-        raise ReportInputError(f"{path}: no such file or directory")
-    if (path / ATTACK_FILE).is_file():
-        return _attack_dir(path, name, top)
-    if path.is_file():
-        if path.name == GROUND_TRUTH:
-            return _ground_truth_dir(path.parent, name, path)
-        return _forecasts(path, name, top)
-    if (path / RUN_FILE).exists():
-        meta = read_run_meta(path).to_dict()  # checked: a damaged run.json is one sentence naming the field
-        if meta.get("kind") == "ground_truth":
-            return _ground_truth_dir(path, name, path / GROUND_TRUTH, meta)
-        return _scored_dir(path, name, top, meta)
-    if (path / GROUND_TRUTH).is_file():
-        return _ground_truth_dir(path, name, path / GROUND_TRUTH)
-    summary = path / SUMMARY
-    if summary.is_file() and "checks" in _json(summary):
-        return _scored_dir(path, name, top, None)
-    if any(is_checker_file(p) for p in path.glob("*.jsonl")):
-        return _forecasts(path, name, top)
-    raise ReportInputError(
-        f"{path}: not a run directory ({RUN_FILE}), a `cc score` output ({SUMMARY}), "
-        f"nor a directory of <Checker>.jsonl forecasts or {GROUND_TRUTH}"
-    )
-
-
-def _json(path: Path) -> dict[str, Any]:
     try:
-        data = parse_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportInputError(f"{path}: cannot read it as JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ReportInputError(f"{path}: expected a JSON object")
-    return data
+        stored = read_stored(path)
+    except (RunError, RecordError) as exc:
+        raise ReportInputError(str(exc)) from None
+    if stored.kind is RunKind.ATTACK:
+        return _attack_dir(stored, name, top)
+    if stored.kind is RunKind.GROUND_TRUTH:
+        return _ground_truth_dir(stored, name)
+    if stored.kind is RunKind.FORECASTS:
+        return _forecasts(path, name, top, stored.forecaster)
+    return _scored_dir(stored, name, top)
 
 
 # --------------------------------------------------------------------------- who made it
 
 
-def _identity(forecaster: dict[str, Any] | None, fallback: str) -> tuple[str, str]:
-    """(display name, models) of ``{forecaster_class, full_forecaster_config}``; which runs pair is
-    decided by :mod:`consistency.accuracy.pairing`, as for ``cc correlate``."""
-    if not forecaster:
+def _identity(forecaster: ForecasterRecord | None, fallback: str) -> tuple[str, str]:
+    """(display name, models) of a recorded forecaster; which runs pair is decided by
+    :mod:`consistency.accuracy.pairing`, as for ``cc correlate``."""
+    if forecaster is None:
         return fallback, "—"
-    cls = str(forecaster.get("forecaster_class") or forecaster.get("name") or fallback)
-    config = forecaster.get("full_forecaster_config") or {}
+    cls = str(forecaster.forecaster_class or forecaster.name or fallback)
+    config = forecaster.full_forecaster_config or {}
     models = [str(config[k]) for k in ("model", "extractor", "members") if config.get(k)]
     if models:
         label = f"{cls} ({', '.join(models)})"
@@ -198,34 +172,38 @@ def _identity(forecaster: dict[str, Any] | None, fallback: str) -> tuple[str, st
     return label, ", ".join(models) or "—"
 
 
-def _run_info(meta: dict[str, Any], models: str) -> dict[str, str]:
-    forecaster = meta.get("forecaster") or {}
-    totals = meta.get("totals") or {}
-    bench = meta.get("benchmark") or {}
-    options = " ".join(f"-F {k}={v}" for k, v in (meta.get("forecaster_options") or {}).items())
+def _run_info(meta: RunMeta, models: str) -> dict[str, str]:
+    forecaster = meta.forecaster
+    totals = meta.totals
+    bench = meta.benchmark
+    options = " ".join(f"-F {k}={v}" for k, v in (meta.forecaster_options or {}).items())
+    config = (forecaster.full_forecaster_config if forecaster else None) or {}
     info = {
-        "forecaster": f"{meta.get('forecaster_spec', '—')} {options}".strip(),
-        "class and config": f"{forecaster.get('forecaster_class', '—')} "
-        + json.dumps(forecaster.get("full_forecaster_config") or {}, sort_keys=True, default=str),
+        "forecaster": f"{meta.forecaster_spec or '—'} {options}".strip(),
+        "class and config": f"{(forecaster.forecaster_class if forecaster else None) or '—'} "
+        + json.dumps(config, sort_keys=True, default=str),
         "models": models,
     }
-    if meta.get("kind") == "ground_truth":
-        info["questions file"] = str(meta.get("questions_file", "—"))
+    if meta.kind == "ground_truth":
+        info["questions file"] = str(meta.questions_file or "—")
     else:
-        info["benchmark"] = f"{bench.get('tuples') or 'bundled benchmark'}; checks {', '.join(bench.get('checks', []))}"
-        info["fingerprint"] = str(bench.get("fingerprint", "—"))
-        info["limit, seed"] = f"{bench.get('limit')}, {bench.get('seed')}"
-    info["date"] = f"{meta.get('started', '—')} → {meta.get('ended', '—')} ({meta.get('status', '?')})"
-    info["questions"] = str(meta.get("questions", "—"))
-    info["failed questions"] = str(meta.get("failed_questions", 0))
-    info["calls"] = f"{totals.get('calls', 0)} ({totals.get('failures', 0)} failed, {totals.get('retries', 0)} retries)"
-    info["cache hits"] = str(totals.get("cache_hits", 0))
-    info["tokens"] = f"{totals.get('prompt_tokens', 0)} in + {totals.get('completion_tokens', 0)} out"
-    cost = totals.get("cost")
-    unpriced = totals.get("unpriced_calls") or 0
+        checks = ", ".join(bench.checks or []) if bench else ""
+        info["benchmark"] = f"{(bench.tuples if bench else None) or 'bundled benchmark'}; checks {checks}"
+        info["fingerprint"] = str(meta.fingerprint or "—")
+        info["limit, seed"] = f"{bench.limit if bench else None}, {bench.seed if bench else None}"
+    info["date"] = f"{meta.started or '—'} → {meta.ended or '—'} ({meta.status or '?'})"
+    info["questions"] = str(meta.questions if meta.questions is not None else "—")
+    info["failed questions"] = str(meta.failed_questions or 0)
+    calls, failures, retries = (totals.calls, totals.failures, totals.retries) if totals else (None, None, None)
+    info["calls"] = f"{calls or 0} ({failures or 0} failed, {retries or 0} retries)"
+    info["cache hits"] = str((totals.cache_hits if totals else None) or 0)
+    tokens_in, tokens_out = (totals.prompt_tokens, totals.completion_tokens) if totals else (None, None)
+    info["tokens"] = f"{tokens_in or 0} in + {tokens_out or 0} out"
+    cost = totals.cost if totals else None
+    unpriced = (totals.unpriced_calls if totals else None) or 0
     info["cost"] = ("—" if cost is None else f"${cost:.4f}") + (f" ({unpriced} calls unpriced)" if unpriced else "")
-    info["version"] = f"consistency {meta.get('consistency_version', '?')}" + (
-        f", commit {str(meta['git_commit'])[:10]}" if meta.get("git_commit") else ""
+    info["version"] = f"consistency {meta.consistency_version or '?'}" + (
+        f", commit {str(meta.git_commit)[:10]}" if meta.git_commit else ""
     )
     return info
 
@@ -233,64 +211,61 @@ def _run_info(meta: dict[str, Any], models: str) -> dict[str, str]:
 # --------------------------------------------------------------------------- consistency
 
 
-def _scored_dir(path: Path, name: str | None, top: int, meta: dict[str, Any] | None) -> Run:
+def _scored_dir(stored: StoredRun, name: str | None, top: int) -> Run:
     """Our scored lines (a run directory or ``cc score`` output): statistics as recorded in summary.json."""
-    summary_path = path / SUMMARY
-    if not summary_path.is_file():  # a run interrupted before its first scoring: score what is there
-        run = _forecasts(path, name, top)
+    path, meta, summary = stored.path, stored.meta, stored.summary
+    if summary is None:  # a run interrupted before its first scoring: score what is there
+        run = _forecasts(path, name, top, stored.forecaster)
         run.source = "cc evaluate run (not scored yet)"
         return run
-    summary = _json(summary_path)
     if meta is not None:
-        label, models = _identity(meta.get("forecaster"), path.name)
+        label, models = _identity(meta.forecaster, path.name)
         info = _run_info(meta, models)
         source = "cc evaluate run (tuples)"
-        if meta.get("kind") == "repair":  # named as recorded: the base forecaster's name + how it was repaired
-            label, fix = str((meta.get("forecaster") or {}).get("name") or label), meta.get("repair") or {}
+        if meta.kind == "repair":  # named as recorded: the base forecaster's name + how it was repaired
+            label, fix = (meta.forecaster_name or label), meta.repair or {}
             source = f"cc repair ({fix.get('score')}, joint={fix.get('joint')}; 0 model calls) of {fix.get('source')}"
     else:  # a `cc score` output: the forecaster of the one run it scored, else its directory's name
-        inputs = [Path(i) for i in summary.get("inputs") or []]
+        inputs = [Path(i) for i in summary.inputs]
         scored = optional_run_meta(inputs[0]) if len(inputs) == 1 and inputs[0].is_dir() else None
-        if scored is not None:
-            label, _ = _identity(scored.to_dict().get("forecaster"), path.name)
-        else:
-            label = path.name
+        label = _identity(scored.forecaster, path.name)[0] if scored is not None else path.name
         info = {
-            "inputs": ", ".join(summary.get("inputs", [])),
-            "date": str(summary.get("created", "—")),
-            "version": f"consistency {summary.get('consistency_version', '?')}",
+            "inputs": ", ".join(summary.inputs),
+            "date": str(summary.created or "—"),
+            "version": f"consistency {summary.consistency_version or '?'}",
         }
         source = "cc score output"
-    params = summary.get("parameters") or {}
-    info["parameters"] = ", ".join(f"{k}={v}" for k, v in params.items())
-    who = named(name) if name else identity_of(path, summary.get("inputs") or [])
+    info["parameters"] = ", ".join(f"{k}={v}" for k, v in summary.parameters.items())
+    who = named(name) if name else identity_of(path, summary.inputs)
     run = Run(path, name or label, source, who, info)
-    run.forecaster = (meta or {}).get("forecaster")
-    for class_name, entry in summary.get("checks", {}).items():
+    run.forecaster = meta.forecaster if meta is not None else None
+    for class_name, entry in summary.checks.items():
         try:
-            check = get_check(entry.get("check", class_name))
+            check = get_check(entry.check or class_name)
         except KeyError:
-            raise ReportInputError(f"{summary_path}: unknown check {entry.get('check', class_name)!r}") from None
-        file = path / f"{check.class_name}.jsonl"
-        violations, worst = _read_scored_lines(file, check, top) if file.is_file() else (_empty(), [])
+            raise ReportInputError(f"{path / layout.SUMMARY}: unknown check {entry.check or class_name!r}") from None
+        file = stored.file(check)
+        violations, worst = _read_scored_lines(stored, file, top) if file is not None else (_empty(), [])
+        stats = {m: entry.stats(m) for m in METRICS}
+        missing = [m for m, st in stats.items() if st is None]
+        if missing:
+            raise ReportInputError(f"{path / layout.SUMMARY}: {class_name}: no {missing[0]} statistics")
         run.checks.append(
             CheckResult(
                 check,
-                int(entry.get("lines", 0)),
-                int(entry.get("scored", 0)),
-                int(entry.get("unscorable", 0)),
-                {m: entry[m] for m in METRICS},
+                entry.lines,
+                entry.scored,
+                entry.unscorable,
+                {m: st.model_dump() for m, st in stats.items() if st is not None},
                 violations,
                 worst,
             )
         )
     _order(run)
-    errors = summary.get("errors", [])
-    run.n_unscorable = len(errors)
-    run.unscorable = [_error_text(e) for e in errors[:LIST_LIMIT]]
-    failures = summary.get("failures", [])
-    run.n_failures = len(failures)
-    run.failures = [_failure_text(f) for f in failures[:LIST_LIMIT]]
+    run.n_unscorable = len(summary.errors)
+    run.unscorable = [str(e) for e in summary.errors[:LIST_LIMIT]]
+    run.n_failures = len(summary.failures)
+    run.failures = [str(f) for f in summary.failures[:LIST_LIMIT]]
     return run
 
 
@@ -301,15 +276,6 @@ def _empty() -> dict[str, np.ndarray]:
 def _order(run: Run) -> None:
     order = {c.name: i for i, c in enumerate(all_checks())}
     run.checks.sort(key=lambda c: order.get(c.check.name, len(order)))
-
-
-def _error_text(e: dict[str, Any]) -> str:
-    where = f"{e.get('path')}:{e.get('line')}"
-    return f"{where}: {e['field']}: {e.get('message')}" if e.get("field") else f"{where}: {e.get('message')}"
-
-
-def _failure_text(f: dict[str, Any]) -> str:
-    return f"{f.get('title') or f.get('question_id')}: {f.get('error')}"
 
 
 def _rows(check: Check, line: dict[str, Any], prices: dict[str, float] | list[float] | None) -> list[FieldRow]:
@@ -334,47 +300,32 @@ def _rows(check: Check, line: dict[str, Any], prices: dict[str, float] | list[fl
     return rows
 
 
-def _read_scored_lines(file: Path, check: Check, top: int) -> tuple[dict[str, np.ndarray], list[WorstTuple]]:
-    """Every tuple's violations, and the ``top`` largest arbitrage violations written out, in one pass."""
-    arb: list[float] = []
-    freq: list[float] = []
-    heap: list[tuple[float, int, WorstTuple]] = []
-    for number, obj in iter_json_lines(file):
-        if not isinstance(obj, dict):
-            continue
+def _read_scored_lines(stored: StoredRun, file, top: int) -> tuple[dict[str, np.ndarray], list[WorstTuple]]:
+    """Every tuple's violations (lines scored on both lenses), and the ``top`` largest arbitrage violations
+    written out with their questions."""
+    columns = stored.tuples(file, metrics=METRICS)
+    keep = columns.scored
+    arb, freq = columns.violation["default"][keep], columns.violation["frequentist"][keep]
+    passed, numbers = columns.passed["default"][keep], columns.line[keep]
+    order = [int(i) for i in np.lexsort((numbers, -arb))[:top] if arb[i] > 0] if top > 0 else []
+    lines = lines_at(file.path, {int(numbers[i]) for i in order})
+    worst = []
+    for i in order:
+        obj = lines.get(int(numbers[i]), {})
         data = obj.get("violation_data") or {}
-        try:
-            v = float(data["default"]["violation"])
-            z = float(data["frequentist"]["violation"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        arb.append(v)
-        freq.append(z)
-        if top > 0 and v > 0 and (len(heap) < top or v > heap[0][0]):
-            item = WorstTuple(
-                number,
-                v,
-                z,
-                bool(data["default"].get("check", True)),
-                _rows(check, obj.get("line") or {}, data["default"].get("arbitrage_prices")),
-            )
-            entry = (v, -number, item)
-            if len(heap) < top:
-                heapq.heappush(heap, entry)
-            else:
-                heapq.heapreplace(heap, entry)
-    worst = [item for _, _, item in sorted(heap, key=lambda e: (-e[0], -e[1]))]
-    return {"default": np.array(arb), "frequentist": np.array(freq)}, worst
+        prices = (data.get("default") or {}).get("arbitrage_prices")
+        rows = _rows(file.check, obj.get("line") or {}, prices)
+        worst.append(WorstTuple(int(numbers[i]), float(arb[i]), float(freq[i]), bool(passed[i]), rows))
+    return {"default": arb, "frequentist": freq}, worst
 
 
-def _forecasts(path: Path, name: str | None, top: int) -> Run:
+def _forecasts(path: Path, name: str | None, top: int, config: ForecasterRecord | None) -> Run:
     """Forecast files without our statistics (the paper's): scored as ``cc score`` scores them."""
     directory = path if path.is_dir() else path.parent
-    config = forecaster_record(directory)  # the paper's config.jsonl, or an unscored run's run.json
     label, models = _identity(config, directory.name if path.is_dir() else path.stem)
     info = {
         "forecaster": label,
-        "class and config": json.dumps((config or {}).get("full_forecaster_config") or {}, default=str),
+        "class and config": json.dumps((config.full_forecaster_config if config else None) or {}, default=str),
         "models": models,
         "files": ", ".join(p.name for p in forecast_files([path])),
         "scored by": "cc score's code (recomputed; the files' own violation_data is not used)",
@@ -393,16 +344,18 @@ def _forecasts(path: Path, name: str | None, top: int) -> Run:
     return run
 
 
-def _attack_dir(path: Path, name: str | None, top: int) -> Run:
+def _attack_dir(stored: StoredRun, name: str | None, top: int) -> Run:
     """A ``cc attack`` directory: its returned tuples (``forecasts/``) as a run, with the search's summary."""
-    meta = _json(path / ATTACK_FILE)
-    if "summary" not in meta or not (path / "forecasts").is_dir():
+    path, attack = stored.path, stored.attack
+    answers = path / layout.FORECASTS_DIR
+    if attack is None or attack.summary is None or not answers.is_dir():
         raise ReportInputError(
             f"{path}: the attack has not finished (no summary yet): resume it with cc attack --resume"
         )
-    run = _forecasts(path / "forecasts", name or path.name, top)
-    run.path, run.source, run.attack = path, "cc attack (the most violated tuples found)", meta["summary"]
-    run.info["forecaster"] = str((meta.get("forecaster") or {}).get("name") or run.info.get("forecaster"))
+    run = _forecasts(answers, name or path.name, top, None)
+    run.path, run.source, run.attack = path, "cc attack (the most violated tuples found)", attack.summary
+    target = attack.forecaster.name if attack.forecaster else None
+    run.info["forecaster"] = str(target or run.info.get("forecaster"))
     return run
 
 
@@ -413,7 +366,7 @@ def _scored_file(scored: ScoredFile, top: int) -> CheckResult:
     order = [int(i) for i in order if values[i] > 0]
     wanted = {scored.line_numbers[i]: i for i in order}
     found: dict[int, WorstTuple] = {}
-    for number, obj in _lines(scored.path, set(wanted)):
+    for number, obj in lines_at(scored.path, set(wanted)).items():
         i = wanted[number]
         prices = scores.arbitrage.prices[i].tolist()
         rows = _rows(scored.check, obj.get("line") or {}, prices)
@@ -435,39 +388,30 @@ def _scored_file(scored: ScoredFile, top: int) -> CheckResult:
     )
 
 
-def _lines(path: Path, numbers: set[int]) -> Iterator[tuple[int, dict[str, Any]]]:
-    if not numbers:
-        return
-    for number, obj in iter_json_lines(path):
-        if number in numbers and isinstance(obj, dict):
-            yield number, obj
-
-
 # --------------------------------------------------------------------------- accuracy
 
 
-def _ground_truth_dir(path: Path, name: str | None, results: Path, meta: dict[str, Any] | None = None) -> Run:
+def _ground_truth_dir(stored: StoredRun, name: str | None) -> Run:
     """A ground-truth run (ours or the paper's): scores recomputed from the per-question results file."""
-    summary_path = path / GROUND_TRUTH_SUMMARY
-    summary = _json(summary_path) if summary_path.is_file() else {}
+    path, meta = stored.directory, stored.meta
+    summary = stored.truth_summary
     if meta is not None:
-        label, models = _identity(meta.get("forecaster"), path.name)
+        label, models = _identity(meta.forecaster, path.name)
         info = _run_info(meta, models)
         source = "cc evaluate run (ground truth)"
     else:
-        paper = {k: summary[k] for k in ("forecaster", "full_forecaster_config") if k in summary}
-        if "forecaster" in paper:
-            paper["forecaster_class"] = paper.pop("forecaster")
-        label, models = _identity(paper or None, path.name)
+        paper = summary.recorded_forecaster() if summary is not None else None
+        label, models = _identity(paper, path.name)
         info = {
             "forecaster": label,
-            "class and config": json.dumps(paper.get("full_forecaster_config") or {}, default=str),
+            "class and config": json.dumps((paper.full_forecaster_config if paper else None) or {}, default=str),
             "models": models,
-            "questions": str(summary.get("total_questions", "—")),
+            "questions": str(summary.total_questions if summary and summary.total_questions is not None else "—"),
         }
         source = "published ground truth" if paper else "ground-truth results"
     run = Run(path, name or label, source, named(name) if name else identity_of(path), info)
-    if not results.is_file():
+    results = stored.ground_truth_file
+    if results is None or not results.is_file():
         raise ReportInputError(f"{results}: missing; a ground-truth run writes it when it finishes scoring")
     rows = read_ground_truth(results, forecaster=run.name)
     resolved = [r for r in rows if r["resolution"] is not None]
@@ -475,10 +419,10 @@ def _ground_truth_dir(path: Path, name: str | None, results: Path, meta: dict[st
     y = np.array([float(r["resolution"]) for r in resolved])
     if len(p):
         run.accuracy = accuracy(p, y, unresolved=len(rows) - len(resolved))
-    failures = summary.get("failures", []) if meta is not None else []
+    failures: list[QuestionFailure] = summary.failures if meta is not None and summary is not None else []
     run.n_failures = len(failures)
-    run.failures = [_failure_text(f) for f in failures[:LIST_LIMIT]]
-    unreadable = summary.get("unreadable_lines", []) if meta is not None else []
+    run.failures = [str(f) for f in failures[:LIST_LIMIT]]
+    unreadable = summary.unreadable_lines if meta is not None and summary is not None else []
     run.n_unscorable = len(unreadable)
     run.unscorable = [str(u) for u in unreadable[:LIST_LIMIT]]
     return run

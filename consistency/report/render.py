@@ -15,6 +15,7 @@ from string import Template
 import numpy as np
 
 from .. import __version__
+from ..store.layout import SUMMARY
 from . import figures
 from .attack_section import SECTION as ATTACK_SECTION
 from .attack_section import attack_section
@@ -135,7 +136,7 @@ class Page:
                 out.append(
                     f'<details class="failures" open><summary>{run.n_failures} failed question(s), with reasons'
                     "</summary>"
-                    + cut_note(len(run.failures), run.n_failures, "failures", str(run.path / "summary.json"))
+                    + cut_note(len(run.failures), run.n_failures, "failures", str(run.path / SUMMARY))
                     + '<ul class="list">'
                     + "".join(f"<li>{esc(f)}</li>" for f in run.failures)
                     + "</ul></details>"

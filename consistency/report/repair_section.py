@@ -42,8 +42,8 @@ class RepairComparison:
 
 
 def _calls(graph: ForecastGraph) -> int | None:
-    totals = graph.meta.get("totals") or {}
-    return int(totals["calls"]) if "calls" in totals else None
+    totals = graph.meta.totals
+    return int(totals.calls) if totals is not None and totals.calls is not None else None
 
 
 def _as_given(graph: ForecastGraph, name: str, how: str) -> Contender:
@@ -89,11 +89,13 @@ def compare_repairs(base: str | Path, arbitrage_run: str | Path | None = None) -
         notes.append(f"{graph.n_disagreeing()} question(s) were forecast differently in different tuples")
     if arbitrage_run is not None:
         other = read_graph(arbitrage_run)
-        record = other.forecaster or {}
-        contenders.append(_as_given(other, str(record.get("name") or Path(arbitrage_run).name), "its own forecasts"))
-        if "arbitrage" not in str(record.get("forecaster_class", "")).lower():
-            notes.append(f"{arbitrage_run} does not record an ArbitrageForecaster ({record.get('forecaster_class')})")
-        mine, theirs = (g.meta.get("benchmark", {}).get("fingerprint") for g in (graph, other))
+        record = other.forecaster
+        name = (record.name if record else None) or Path(arbitrage_run).name
+        contenders.append(_as_given(other, str(name), "its own forecasts"))
+        recorded_class = record.forecaster_class if record else None
+        if "arbitrage" not in str(recorded_class or "").lower():
+            notes.append(f"{arbitrage_run} does not record an ArbitrageForecaster ({recorded_class})")
+        mine, theirs = (g.meta.fingerprint for g in (graph, other))
         if mine != theirs:
             notes.append(f"{arbitrage_run} may not hold the same tuples (benchmark fingerprints {mine} and {theirs})")
     checks = [c.check.name for c in graph.checks]

@@ -29,6 +29,7 @@ from ..errors import InputError
 from ..jsonl import AppendLog, parse_json, write_json
 from ..models import ForecastingQuestion
 from ..paths import cache_dir
+from ..store.layout import scrape_state_file
 from .http import FatalHTTPError, FetchError, HttpSettings, MalformedPage, PageCache, WebClient, full_url
 
 log = logging.getLogger(__name__)
@@ -169,7 +170,7 @@ class ScrapeReport:
 
 
 def state_path_for(path: Path) -> Path:
-    return path.with_name(path.name + ".scrape.json")
+    return scrape_state_file(path)
 
 
 def _fingerprint(source: str, base_url: str, opts: ScrapeOptions) -> str:

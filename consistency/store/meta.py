@@ -46,6 +46,7 @@ class ForecasterRecord(_Record):
     name: str | None = None
     forecaster_class: str | None = None
     full_forecaster_config: dict[str, Any] | None = None
+    bot: str | None = None  # a forecasting-tools bot's class (module:name): its own LLM calls are not counted
 
 
 class BenchmarkRecord(_Record):
@@ -98,8 +99,19 @@ class SessionRecord(_Record):
     pid: int | None = None
     transcript_offset: int | None = None
     totals: Totals | None = None
+    asked: int | None = None
+    answered: int | None = None
+    failed: int | None = None
 
     _times = field_validator("started", "ended")(_iso_time)
+
+
+class StopRecord(_Record):
+    """``stopped``: why the last session stopped before the end (the spending cap), and at what spend."""
+
+    reason: str | None = None
+    max_cost: float | None = None
+    spent: float | None = None
 
 
 class RunMeta(_Record):
@@ -129,6 +141,7 @@ class RunMeta(_Record):
     run_options: dict[str, Any] | None = None
     repair: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None
+    stopped: StopRecord | None = None  # null while the run goes on
 
     _file: Path | None = PrivateAttr(default=None)
     _times = field_validator("started", "ended")(_iso_time)
@@ -158,6 +171,16 @@ class RunMeta(_Record):
     @property
     def forecaster_name(self) -> str | None:
         return self.forecaster.name if self.forecaster else None
+
+    @property
+    def answered(self) -> int:
+        """Questions answered over all sessions."""
+        return sum(s.answered or 0 for s in self.sessions or [])
+
+    def session_totals(self) -> Totals:
+        """The latest session's counts (its part of :attr:`totals`); empty before any session ended."""
+        last = self.sessions[-1] if self.sessions else None
+        return last.totals if last and last.totals else Totals()
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a plain dict (typed fields checked, every other key as written), for code that

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ...checks import all_checks, get_check
+from ...evaluation.scoring import ScoreReport, ScoringError, score_path, write_report, write_stats
 from ...extras import install_hint
 from ...jsonl import LineError, atomic_write, dump_line
-from ...metrics.forecast_files import ScoreParams, ScoreReport, ScoringError, score_path, write_report, write_stats
+from ...metrics.scoring import ScoreParams
 from .answers import Answer
 from .dataset import ANSWERS_KEY
 from .logzip import UnsafeLog, check_eval_zip
@@ -213,8 +214,8 @@ def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | No
         write_eval_log,
     )
 
+    from ...evaluation.scoring import forecast_files
     from ...files import FileKind, detect, validate_lines
-    from ...metrics.forecast_files import forecast_files
     from ...models import ForecastLine
     from .dataset import describe, tuple_metadata
     from .scorer import check_metrics, tuple_score
@@ -259,10 +260,10 @@ def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | No
     log = EvalLog(
         status="success",
         eval=EvalSpec(
-            created=meta.get("created") or _now(),
+            created=_now(),
             task="consistency/all",
             dataset=EvalDataset(name=str(run), samples=len(samples)),
-            model=f"cc/{meta.get('label') or run.name}",
+            model=f"cc/{run.name}",
             config=EvalConfig(),
             task_args={"tuples": str(run), "epsilon": params.epsilon},
             metadata={
@@ -294,16 +295,11 @@ def _reasoning(metadata: Any) -> str | None:
 
 
 def _run_meta(run: Path) -> dict[str, Any]:
-    """What run.json says of the forecaster (when the directory is a ``cc evaluate`` run)."""
-    import json
+    """What the run records of its forecaster (a ``cc evaluate`` run), as written; empty when nothing."""
+    from ...store.runs import recorded_forecaster
 
-    try:
-        meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    forecaster = meta.get("forecaster") if isinstance(meta, dict) else None
-    label = forecaster.get("label") if isinstance(forecaster, dict) else None
-    return {"created": meta.get("created"), "forecaster": forecaster, "label": label}
+    recorded = recorded_forecaster(run)
+    return {"forecaster": recorded.model_dump(exclude_unset=True)} if recorded else {}
 
 
 def _now() -> str:

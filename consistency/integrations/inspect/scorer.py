@@ -1,6 +1,6 @@
 """The scorer and metrics: each tuple's exact arbitrage and frequentist violation, through our metrics.
 
-Per-tuple numbers come from :func:`~consistency.metrics.forecast_files.score_forecasts` with the same
+Per-tuple numbers come from :func:`~consistency.metrics.scoring.score_forecasts` with the same
 parameters as ``cc score`` (ε, thresholds), and the metrics summarise them as ``cc score`` does: the
 mean and the fraction above the threshold per check, and across checks the mean of the per-check
 figures (each check weighs the same). A tuple with an unusable answer is scored as a failure: its
@@ -19,7 +19,7 @@ from inspect_ai.solver import TaskState
 
 from ...checks import get_check
 from ...metrics import DEFAULT_EPSILON
-from ...metrics.forecast_files import ScoreParams, score_forecasts
+from ...metrics.scoring import ScoreParams, score_forecasts
 from .answers import Answer
 from .compat import registered_name
 from .dataset import ANSWERS_KEY

@@ -2,7 +2,8 @@
 
 Runs are paired on the items both scored: tuples by their questions' ids, check by check (a note
 says so when the two runs' benchmarks differ), resolved questions by id. The math is in
-:mod:`.paired`; this module reads the run directories and names what changed.
+:mod:`consistency.metrics.paired`; the runs are read through :func:`consistency.store.read_run`; this
+module pairs what they hold and names what changed.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ..checks import get_check
 from ..errors import InputError
-from ..jsonl import LineError, iter_json_lines
+from ..jsonl import LineError
+from ..metrics.paired import PairedDiff, paired_diffs
+from ..metrics.scoring import METRICS, ScoreParams, score_forecasts
 from ..store.layout import GROUND_TRUTH
-from ..store.meta import RunMeta, optional_run_meta
-from .forecast_files import METRICS, ScoreParams, is_checker_file, score_forecasts
-from .paired import PairedDiff, paired_diffs
+from ..store.meta import RunMeta
+from ..store.runs import ForecastFile, Run, RunError, RunKind, read_run
 
 TESTS = ("wilcoxon", "sign")
 
@@ -167,20 +168,24 @@ def read_run_scores(path: str | Path, metric: str = "default") -> RunScores:
     root = Path(path)
     if not root.is_dir():
         raise DiffInputError(f"{root}: no such run directory")
-    meta = optional_run_meta(root) or RunMeta()
-    if (root / GROUND_TRUTH).is_file():
-        items, skipped = _ground_truth(root / GROUND_TRUTH)
+    try:
+        run = read_run(root)
+    except RunError:
+        run = None
+    meta = (run.meta if run is not None else None) or RunMeta()
+    truth = run.ground_truth_file if run is not None and run.kind is RunKind.GROUND_TRUTH else None
+    if truth is not None and truth.is_file():
+        items, skipped = _ground_truth(run)
         return RunScores(root, "ground_truth", {"Brier": items}, meta, skipped)
-    files = sorted(p for p in root.glob("*.jsonl") if is_checker_file(p))
-    if not files:
+    if run is None or not run.files or run.kind is RunKind.ATTACK:
         raise DiffInputError(f"{root}: neither <Checker>.jsonl files nor {GROUND_TRUTH}; not a run directory")
     if metric not in METRICS:
         raise DiffInputError(f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
     params = meta.part("parameters", ScoreParams)
     groups, skipped = {}, []
-    for file in files:
-        items, bad = _checker_file(file, metric, params)
-        groups[get_check(file.stem).name] = items
+    for file in sorted(run.files, key=lambda f: f.path.name):  # by file name, as cc diff always listed them
+        items, bad = _checker_file(run, file, metric, params)
+        groups[file.check.name] = items
         skipped += bad
     return RunScores(root, "consistency", groups, meta, skipped)
 
@@ -286,58 +291,21 @@ def _most_changed(ra: RunScores, rb: RunScores, pairs: dict[str, Any], top: int)
     return out
 
 
-def _checker_file(path: Path, metric: str, params: ScoreParams) -> tuple[Items, list[LineError]]:
-    check = get_check(path.stem)
-    fields = tuple(check.field_names)
-    ids, scores, probs, titles, bad = [], [], [], [], []
-    unscored = []
-    for number, obj in iter_json_lines(path):
-        if isinstance(obj, LineError):
-            bad.append(obj)
-            continue
-        try:
-            entries = [obj["line"][f] for f in fields]
-            row_ids = [str(e["question"]["id"]) for e in entries]
-            row_probs = [float(e["forecast"]["prob"]) for e in entries]
-            row_titles = [str(e["question"].get("title", "")) for e in entries]
-        except (KeyError, TypeError, ValueError) as exc:
-            bad.append(LineError(str(path), number, "line", f"not a scored tuple ({type(exc).__name__}: {exc})"))
-            continue
-        violation = ((obj.get("violation_data") or {}).get(metric) or {}).get("violation")
-        if not isinstance(violation, int | float):
-            unscored.append(len(scores))
-            violation = float("nan")
-        ids.append("|".join(row_ids))
-        scores.append(float(violation))
-        probs.append(row_probs)
-        titles.append(row_titles)
-    score = np.asarray(scores, dtype=float)
-    if unscored:  # a forecast file without our violation_data: score its answers here
-        rows = np.asarray([probs[i] for i in unscored], dtype=float).reshape(len(unscored), len(fields))
-        score[unscored] = score_forecasts(check, rows, params=params).values(metric)
-    return Items(ids, score, probs, titles, fields), bad
+def _checker_file(run: Run, file: ForecastFile, metric: str, params: ScoreParams) -> tuple[Items, list[LineError]]:
+    columns = run.tuples(file, text=True, metrics=[metric])
+    score = columns.violation[metric].copy()
+    unscored = np.flatnonzero(np.isnan(score))
+    if len(unscored):  # a forecast file without our violation_data: score its answers here
+        score[unscored] = score_forecasts(file.check, columns.probs[unscored], params=params).values(metric)
+    titles = [list(t) for t in columns.titles or []]
+    fields = tuple(file.check.field_names)
+    return Items(columns.ids(), score, columns.probs.tolist(), titles, fields), columns.errors
 
 
-def _ground_truth(path: Path) -> tuple[Items, list[LineError]]:
-    ids, scores, probs, titles, bad = [], [], [], [], []
-    for number, obj in iter_json_lines(path):
-        if isinstance(obj, LineError):
-            bad.append(obj)
-            continue
-        try:
-            question = obj["question"]
-            prob = float(obj["forecast"]["prob"] if obj.get("forecast") else obj["prob"])
-            resolution = obj.get("resolution", question.get("resolution"))
-            brier = obj.get("brier_score")
-            if brier is None:
-                brier = (prob - float(bool(resolution))) ** 2 if resolution is not None else None
-        except (KeyError, TypeError, ValueError) as exc:
-            bad.append(LineError(str(path), number, "line", f"not a scored question ({type(exc).__name__}: {exc})"))
-            continue
-        if brier is None:
-            continue  # unresolved: nothing to compare
-        ids.append(str(question.get("id")))
-        scores.append(float(brier))
-        probs.append([prob])
-        titles.append([str(question.get("title", ""))])
-    return Items(ids, np.asarray(scores, dtype=float), probs, titles, ("question",)), bad
+def _ground_truth(run: Run) -> tuple[Items, list[LineError]]:
+    columns = run.ground_truth()
+    resolved = np.flatnonzero(~np.isnan(columns.brier))  # unresolved: nothing to compare
+    ids = [columns.question_ids[i] for i in resolved]
+    probs = [[float(columns.probs[i])] for i in resolved]
+    titles = [[columns.titles[i]] for i in resolved]
+    return Items(ids, columns.brier[resolved], probs, titles, ("question",)), columns.errors

@@ -1,0 +1,185 @@
+"""The JSON files of a result directory other than ``run.json``, typed where read.
+
+``summary.json`` (``cc score``, ``cc evaluate``, ``cc repair``), ``ground_truth_summary.json`` (ours and the
+paper's), ``attack.json`` and ``repair.json``. As with :class:`~.meta.RunMeta`, the fields readers use are
+typed and any other key is kept as written, so files of other versions still read; a file that is not a
+JSON object, or a typed field of the wrong type, is a :class:`RecordError` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import InputError
+from ..jsonl import parse_json
+from ..metrics.scoring import METRICS
+from ..metrics.stats import MetricStats
+from .meta import ForecasterRecord, RunMeta
+
+R = TypeVar("R", bound=BaseModel)
+
+
+class RecordError(InputError):
+    """A result file that cannot be read as what its name says; ``str()`` names it and the field."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class CheckSummary(_Record):
+    """One check's entry in ``summary.json``: its lines and the statistics of each metric."""
+
+    check: str
+    path: str | None = None
+    lines: int = 0
+    scored: int = 0
+    unscorable: int = 0
+    default: MetricStats | None = None
+    default_scaled: MetricStats | None = None
+    frequentist: MetricStats | None = None
+
+    def stats(self, metric: str) -> MetricStats | None:
+        """The statistics of ``metric`` (one of :data:`METRICS`)."""
+        return getattr(self, metric) if metric in METRICS else None
+
+
+class LineProblem(_Record):
+    """A line that could not be scored (``errors`` of ``summary.json``)."""
+
+    path: str | None = None
+    line: int | None = None
+    field: str | None = None
+    message: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}"
+        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+
+
+class QuestionFailure(_Record):
+    """A question the forecaster gave no forecast for, and why (``failures`` of a summary)."""
+
+    key: str | None = None
+    question_id: str | None = None
+    title: str | None = None
+    error: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.title or self.question_id}: {self.error}"
+
+
+class ScoreSummary(_Record):
+    """``summary.json``: every check's statistics, the aggregate, unscorable lines and (runs) failed questions."""
+
+    consistency_version: str | None = None
+    created: str | None = None
+    inputs: list[str] = []
+    parameters: dict[str, Any] = {}
+    checks: dict[str, CheckSummary] = {}
+    aggregate: dict[str, dict[str, Any]] = {}
+    errors: list[LineProblem] = []
+    failures: list[QuestionFailure] = []
+    forecaster: ForecasterRecord | None = None
+    repair: dict[str, Any] | None = None
+
+
+class Interval(_Record):
+    mean: float | None = None
+    ci95: tuple[float, float] | None = None
+
+
+class GroundTruthSummary(_Record):
+    """``ground_truth_summary.json``: a ground-truth run's averages (ours), or the paper's, which names the
+    forecaster by its class (``forecaster``) and configuration."""
+
+    total_questions: int | None = None
+    answered: int | None = None
+    failed: int | None = None
+    scored: int | None = None
+    unresolved: int | None = None
+    fraction_failed: float | None = None
+    avg_brier_score: float | None = None
+    avg_log_score: float | None = None
+    brier_score: Interval | None = None
+    base_rate: float | None = None
+    calibration_error: float | None = None
+    failures: list[QuestionFailure] = []
+    unreadable_lines: list[str] = []
+    forecaster: str | None = None  # the paper's: the forecaster's class
+    full_forecaster_config: dict[str, Any] | None = None
+
+    def recorded_forecaster(self) -> ForecasterRecord | None:
+        """The paper's class and configuration as a forecaster record (ours keep it in ``run.json``)."""
+        if not self.forecaster:
+            return None
+        return ForecasterRecord(forecaster_class=self.forecaster, full_forecaster_config=self.full_forecaster_config)
+
+
+def truth_summary_of(meta: RunMeta) -> GroundTruthSummary:
+    """A ground-truth run's ``summary`` (its averages, as in ``ground_truth_summary.json``), typed; a bad
+    value is a :class:`~.meta.RunMetaError` naming ``summary.field``."""
+    return meta.part("summary", GroundTruthSummary)
+
+
+class AttackRecord(_Record):
+    """``attack.json``: an attack's target, settings, status and, once finished, its ``summary``."""
+
+    forecaster: ForecasterRecord | None = None
+    forecaster_spec: str | None = None
+    checks: list[str] = []
+    status: str | None = None
+    budget: int | None = None
+    summary: dict[str, Any] | None = None
+
+
+class RepairCheckRecord(_Record):
+    """One check of ``repair.json`` (written by :class:`consistency.repair.report_model.RepairReport`)."""
+
+    check: str
+    class_name: str | None = None
+    tuples: int = 0
+    moved: float = 0.0
+    guaranteed: float = 0.0
+    violation_before: float | None = None
+    violation_after: float | None = None
+
+
+class RepairRecord(_Record):
+    """``repair.json``: what a repair did, per check and in total (the fields readers use)."""
+
+    source: str | None = None
+    score: str | None = None
+    joint: bool | None = None
+    questions: int | None = None
+    checks: list[RepairCheckRecord] = []
+    total: dict[str, Any] = {}
+    seconds: float | None = None
+
+
+def read_record(path: Path, model: type[R]) -> R:
+    """The JSON object in ``path`` checked as ``model``; a :class:`RecordError` with one sentence otherwise."""
+    try:
+        data = parse_json(path.read_bytes().decode("utf-8").removeprefix("\ufeff"))
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:
+        raise RecordError(f"{path}: cannot read it as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top)"
+        raise RecordError(f"{path}: {where}: {first['msg']}") from None
+
+
+def optional_record(path: Path, model: type[R]) -> R | None:
+    """:func:`read_record` when ``path`` is a file, else None."""
+    return read_record(path, model) if path.is_file() else None
