@@ -9,35 +9,13 @@ from __future__ import annotations
 
 import sys
 
-#: Subcommands of the CLI; kept here (stdlib only) so delegation needs no heavy imports.
-COMMANDS = (
-    "evaluate",
-    "generate",
-    "questions",
-    "score",
-    "validate",
-    "checks",
-    "ask",
-    "cache",
-    "batches",
-    "leaderboard",
-    "compare",
-    "correlate",
-    "proxy",
-    "arbitrage",
-    "report",
-    "attack",
-    "export",
-    "diff",
-    "repair",
-    "version",
-)
+from .cli import COMMANDS  # the command table, plain data: no typer is imported before the hand-off
 
 
 def main() -> None:
     from ._compiler import delegate_if_compiler
 
-    delegate_if_compiler(sys.argv, COMMANDS)
+    delegate_if_compiler(sys.argv, [name.partition(" ")[0] for name in COMMANDS])
     from .cli import app
     from .cli.exits import ExitCode, install_sigterm, terminated
 

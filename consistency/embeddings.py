@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from .errors import InputError
 from .extras import install_hint
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ def make_embedder(choice: str, llm: LLM | None = None) -> Embedder:
     if choice == "minilm":
         return MiniLMEmbedder()
     if llm is None:
-        raise ValueError(f"embeddings model {choice!r} needs the LLM layer")
+        raise InputError(f"embeddings model {choice!r} needs the LLM layer")
     return RemoteEmbedder(llm, choice)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .checks import Check, check_for_fields, get_check
+from .errors import InputError
 from .jsonl import LFS_MESSAGE, LineError, iter_json_lines, validation_errors
 from .models import (
     ForecastingQuestion,
@@ -31,7 +32,7 @@ class FileKind(StrEnum):
     RUN_CONFIG = "run configuration"
 
 
-class DetectionError(ValueError):
+class DetectionError(InputError):
     pass
 
 

@@ -13,6 +13,7 @@ from typing import Any, NoReturn, TextIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .errors import InputError
 from .locking import lock_for_append
 
 T = TypeVar("T")
@@ -246,7 +247,7 @@ class AppendLog:
             cut_torn_tail(self.path)
             for _, obj in iter_json_lines(self.path):
                 if isinstance(obj, LineError):
-                    raise ValueError(f"{obj} (cannot resume from a damaged file)")
+                    raise InputError(f"{obj} (cannot resume from a damaged file)")
                 self.existing.append(obj)
         except BaseException:
             self._fh.close()

@@ -15,8 +15,10 @@ import os
 from pathlib import Path
 from typing import IO
 
+from .errors import InputError
 
-class InUseError(ValueError):
+
+class InUseError(InputError):
     """Another process owns the file; ``str()`` is the one sentence to print."""
 
 

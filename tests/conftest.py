@@ -9,6 +9,12 @@ from pathlib import Path
 
 import pytest
 
+if find_spec("hypothesis") is not None:
+    # Imported before any test runs: hypothesis's pytest plugin otherwise imports it in the terminal summary,
+    # and CPython 3.11.7's ast then fails ("AST constructor recursion depth mismatch") in a process where
+    # tests hit RecursionError (deeply nested JSON), ending a green run with a traceback and exit code 1.
+    import hypothesis  # noqa: F401
+
 # Tests press Ctrl-C in a child (SIGINT) as a terminal would. A session started as a shell's background
 # job (`pytest &`, a sweep script) has SIGINT ignored, and an ignored signal stays ignored in every child
 # it starts, so those children slept through it and the tests timed out. A handler, unlike SIG_IGN, is

@@ -299,7 +299,7 @@ def test_sigterm_stops_the_search_with_its_exit_code_and_a_resume_finishes_it(se
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 143, stderr
     said = " ".join(stderr.split())
-    assert "terminated: finished forecasts are journaled; run the same command with --resume" in said
+    assert "stopped by SIGTERM: finished forecasts are journaled; run the same command with --resume" in said
     monkeypatch.setenv("CC_CACHE_DIR", str(cache))
     monkeypatch.chdir(tmp_path)
     res = runner.invoke(app, [*_args(server.model_spec(), out), "--resume"])

@@ -1,6 +1,6 @@
 """Consistency gates refuse a limit that could never fail (NaN, infinity, a negative number) before any
 question is asked: ``--max-violation``, ``--fail-on-error``, ``assert_consistent`` and its pytest fixture,
-and :func:`~consistency.metrics.gates.over_limit` (:mod:`consistency.metrics.gates`, :mod:`.evaluation.gate`)."""
+and :func:`~consistency.evaluation.gate.over_limit` (:mod:`consistency.evaluation.gate`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from consistency import Forecast, Forecaster
 from consistency.cli import app
 from consistency.errors import InputError
 from consistency.evaluation import evaluate
-from consistency.evaluation.gate import InconsistentForecaster, assert_consistent
-from consistency.metrics.gates import LimitError, checked_limit, over_limit
+from consistency.evaluation.gate import InconsistentForecaster, LimitError, assert_consistent, checked_limit, over_limit
 
 runner = CliRunner()
 BAD = [math.nan, math.inf, -math.inf, -0.5]

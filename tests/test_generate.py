@@ -218,3 +218,19 @@ def test_resume_skips_done_bases_and_a_partial_line(tmp_path):
     keys = [tuple_key(get_check("cond"), t["metadata"]["base_sentences"]) for t in written]
     assert first.written == 2 and again.already == 2 and again.written == 2
     assert len(keys) == len(set(keys)) == 4
+
+
+def test_tuples_are_written_in_the_order_of_their_candidates(tmp_path):
+    """Tuples that finish together are written in ranking order, not in the order of a set of tasks (which
+    follows memory addresses: the same command wrote another file after an unrelated change of the code)."""
+    from consistency.generate import TemplateInstantiator
+    from consistency.generate.pipeline import candidate_bases
+
+    check, pool = get_check("and"), [question(i) for i in range(8)]
+    options = GenerateOptions(n=20, concurrency=32)
+    inst = TemplateInstantiator()
+    order = [tuple_key(check, b) for b in candidate_bases(check, inst.bases_for(check), pool, options)]
+    report = asyncio.run(generate(check, pool, inst, tmp_path, options))
+    keys = [tuple_key(check, t["metadata"]["base_sentences"]) for t in lines(tmp_path / "AndChecker.jsonl")]
+    assert report.written == len(keys) >= 10
+    assert keys == sorted(keys, key=order.index)

@@ -108,7 +108,8 @@ def test_a_repeated_question_id_is_warned_about_and_the_first_kept(tmp_path):
     assert f"{questions}:2: id: repeats the id of line 1" in text and "the first is kept" in text
     assert json.loads((tmp_path / "run" / "run.json").read_text())["questions"] == 1
     made = runner.invoke(app, ["generate", "-c", "neg", "-q", str(questions), "-n", "1", "--out", str(tmp_path / "g")])
-    assert f"{questions}:2: id same repeats line 1; the first is kept" in one_line(made.output), made.output
+    said = one_line(made.output)  # the same sentence: one reader of questions serves both commands
+    assert f"{questions}:2: id: repeats the id of line 1" in said and "the first is kept" in said, made.output
 
 
 # ------------------------------------------------------------------ 4. batch lines failed by the server are retried

@@ -257,6 +257,42 @@ def test_long_or_complex_functions_say_why_they_are_kept_whole():
     assert _analysis()["stale_pending"] == [], "PENDING names functions that are split now: delete the entries"
 
 
+_EXCEPTIONS = """
+import importlib, inspect, json, os, pkgutil, sys
+import consistency
+from consistency.errors import ConsistencyError
+outside, found, missing = [], [], []
+for info in pkgutil.walk_packages(consistency.__path__, "consistency."):
+    try:
+        module = importlib.import_module(info.name)
+    except ModuleNotFoundError as exc:  # an optional extra that is not installed
+        if (exc.name or "").startswith("consistency"):
+            raise
+        missing.append(f"{info.name} (needs {exc.name})")
+        continue
+    for name, value in vars(module).items():
+        if inspect.isclass(value) and issubclass(value, BaseException) and value.__module__ == info.name:
+            found.append(f"{info.name}.{name}")
+            if not issubclass(value, ConsistencyError):
+                outside.append(f"{info.name}.{name}")
+print(json.dumps({"outside": outside, "found": found, "missing": missing}))
+"""
+
+
+def test_every_exception_of_the_package_is_in_the_one_tree():
+    """Every exception class defined in ``consistency/`` derives from :class:`consistency.errors.ConsistencyError`
+    (through InputError, RunFailed or Interrupted), so ``cc`` maps each to its exit code and anything else is a bug."""
+    import os
+
+    result = subprocess.run([sys.executable, "-c", _EXCEPTIONS], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(seen["found"]) >= 40, seen["found"]  # the walk saw the package's exceptions
+    assert seen["outside"] == [], "exception classes outside the ConsistencyError tree"
+    if seen["missing"] and os.environ.get("CC_REQUIRE_EXTRAS"):
+        raise AssertionError(f"modules not imported: {seen['missing']}")
+
+
 # --------------------------------------------------------------------------- one owner of the file names
 
 

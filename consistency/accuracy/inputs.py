@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
 
-class ScoreInputError(ValueError):
+
+class ScoreInputError(InputError):
     """Inputs that cannot be scored: the message says which values and why."""
 
 

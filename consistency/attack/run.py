@@ -19,6 +19,7 @@ from typing import Any
 from ..checks import Check, all_checks, get_check
 from ..checks.logic import Var
 from ..datasets import benchmark_dir
+from ..errors import InputError
 from ..evaluation.scoring import forecast_files
 from ..files import FileKind, detect, validate_lines
 from ..forecasters import Forecaster, load_forecaster
@@ -39,7 +40,7 @@ SEEDS_PER_CHECK = 24
 WRITTEN = (CONFIG, JOURNAL, TRANSCRIPT, GENERATOR_TRANSCRIPT, layout.SEARCH_LOG, layout.ATTACK_MARKDOWN)
 
 
-class AttackError(ValueError):
+class AttackError(InputError):
     """Settings or inputs an attack cannot start from (one sentence, names the file or option)."""
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checks import Check
+from ..errors import InputError
 from ..jsonl import AppendLog
 from ..models import ForecastingQuestion
 from ..store.layout import ATTACK_FILE as CONFIG
@@ -97,9 +98,9 @@ def read_config(directory: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, RecursionError) as exc:
-        raise ValueError(f"{path}: not readable as JSON ({exc})") from None
+        raise InputError(f"{path}: not readable as JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: holds a JSON {type(data).__name__}, not an attack's settings (an object)")
+        raise InputError(f"{path}: holds a JSON {type(data).__name__}, not an attack's settings (an object)")
     return data
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..errors import InputError
 from .builtin import BUILTIN_CHECKS, PAPER_CHECKS
 from .categorical import (
     CATEGORICAL_CHECKS,
@@ -62,7 +63,7 @@ __all__ = [
 ]
 
 
-class UnknownCheckError(KeyError):
+class UnknownCheckError(InputError, KeyError):
     """No registered check has this name."""
 
     def __str__(self) -> str:
@@ -89,7 +90,7 @@ def register(check: Check, *, replace: bool = False, listed: bool = True) -> Che
     for key in _keys(check):
         owner = _NAMES.get(key.lower())
         if owner is not None and not replace and owner.declaration() != check.declaration():
-            raise ValueError(f"name {key!r} already belongs to check {owner.name}")
+            raise CheckDeclarationError(f"name {key!r} already belongs to check {owner.name}")
     if listed:
         _CHECKS[check.name] = check
     for key in _keys(check):

@@ -22,6 +22,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..errors import InputError
 from .condition import ConditionError, Constraint, SameDistribution, affine_identities, parse_condition
 from .logic import Compare, Formula, FormulaSyntaxError, Truth, Value, Var, parse, variables
 
@@ -39,7 +40,7 @@ DERIVE_LIMIT = 40
 TRUE, FALSE, NONE = 1, 0, -1
 
 
-class CheckDeclarationError(ValueError):
+class CheckDeclarationError(InputError):
     """A check declaration that is malformed or contradicts its own logic."""
 
 

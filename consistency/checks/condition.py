@@ -19,10 +19,12 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..errors import InputError
+
 Array = np.ndarray
 
 
-class ConditionError(ValueError):
+class ConditionError(InputError):
     pass
 
 

@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..errors import InputError
+
 Truth = bool | None
 #: A base's value in a world: true/false, or the outcome of a categorical base.
 Value = bool | int
@@ -204,7 +206,7 @@ _TOKEN = re.compile(r"\s*(?:(\()|(\))|([A-Za-z_][A-Za-z_0-9]*)|(==|!=|<=|>=|<|>)
 _KEYWORDS = {"not", "and", "or", "given", "implies"}
 
 
-class FormulaSyntaxError(ValueError):
+class FormulaSyntaxError(InputError):
     pass
 
 

@@ -19,6 +19,7 @@ import itertools
 import re
 from functools import cache
 
+from ..errors import InputError
 from .check import Check
 from .logic import And, Implies, Var, parse
 
@@ -38,7 +39,7 @@ def chain_field(i: int) -> str:
 def monotone_check(k: int = DEFAULT_LENGTH) -> Check:
     """The chain check of length ``k`` (``MONOTONE`` for 3, else ``MONOTONE<k>``)."""
     if not DEFAULT_LENGTH <= k <= MAX_LENGTH:
-        raise ValueError(f"a MONOTONE chain has {DEFAULT_LENGTH} to {MAX_LENGTH} questions, got {k}")
+        raise InputError(f"a MONOTONE chain has {DEFAULT_LENGTH} to {MAX_LENGTH} questions, got {k}")
     names = [chain_field(i) for i in range(1, k + 1)]
     name = "MONOTONE" if k == DEFAULT_LENGTH else f"MONOTONE{k}"
     return Check(

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from .console import err, escape, out
-from .exits import ExitCode
+from .console import escape, out, show, table
 
 app = typer.Typer(help="ArbitrageForecaster call trees (the paper's and ours).", no_args_is_help=True)
 
@@ -38,44 +36,24 @@ def replay_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Recompute every node from its children; compare with the stored values, per depth."""
-    from rich.table import Table
+    from ..forecasters.arbitrage.replay import replay
 
-    from ..forecasters.arbitrage.replay import ReplayError, replay
-
-    try:
-        results = replay(path, weights.value, write)
-    except (ReplayError, OSError) as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
-    if as_json:
-        out.print_json(json.dumps({"weights": weights.value, "files": [r.as_dict() for r in results]}))
-        return
-    table = Table(title=f"Call trees recomputed with the exact solver ({weights.value} weights)")
-    for name in (
-        "file",
-        "depth",
-        "nodes",
-        "max |recomputed - stored|",
-        "negative-profit steps",
-        "viol. stored",
-        "viol. recomputed",
-    ):
-        table.add_column(name, justify="left" if name == "file" else "right")
+    results = replay(path, weights.value, write)
+    rows = []
     for r in results:
+        name = escape(Path(r.path).name)
         if not r.forecasts:
-            table.add_row(escape(Path(r.path).name), "-", "0", "no call trees", "", "", "")
-            continue
+            rows.append((name, "-", "0", "no call trees", "", "", ""))
         for depth, s in sorted(r.by_depth.items()):
             d = s.as_dict()
-            table.add_row(
-                escape(Path(r.path).name),
-                str(depth),
-                str(d["nodes"]),
-                f"{d['max_abs_diff']:.2e}",
-                str(d["negative_profit_steps"]),
-                f"{d['violation_stored']:.4f}",
-                f"{d['violation_recomputed']:.4f}",
-            )
-    out.print(table)
+            rows.append((name, depth, d["nodes"], f"{d['max_abs_diff']:.2e}", d["negative_profit_steps"],
+                         f"{d['violation_stored']:.4f}", f"{d['violation_recomputed']:.4f}"))  # fmt: skip
+    columns = ("file", "depth", "nodes", "max |recomputed - stored|", "negative-profit steps", "viol. stored",
+               "viol. recomputed")  # fmt: skip
+    title = f"Call trees recomputed with the exact solver ({weights.value} weights)"
+    show({"weights": weights.value, "files": [r.as_dict() for r in results]}, as_json,
+         lambda: table(title, columns, rows))  # fmt: skip
+    if as_json:
+        return
     if write is not None:
         out.print(f"recomputed forecasts written to {escape(str(write))} (score them with cc score)")

@@ -42,7 +42,7 @@ def ask(
         async with llm_args.client() as llm:
             return await llm.structured(model, messages, schema), llm.stats
 
-    result, stats = run_calls(run(), resumable=False)
+    result, stats = run_calls(run())
     summary = {
         "model": redact(model),
         "ok": result.ok,

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..llm import LLMSettings
-from .console import err, escape, out
-from .exits import ExitCode, interrupted_code, terminated
+from .console import err, escape, show
+from .errors import handle_errors
 from .llm_command import llm_settings_command
 
 
+@handle_errors(after="finished forecasts are journaled; run the same command with --resume")
 @llm_settings_command
 def attack_cmd(
     forecaster: Annotated[
@@ -74,56 +74,24 @@ def attack_cmd(
     llm_settings: LLMSettings,
 ) -> None:
     """Search adaptively for the tuples a forecaster is most incoherent on; write them as a benchmark."""
-    from ..attack import AttackError, SearchOptions, attack
+    from ..attack import SearchOptions, attack
     from ..attack.report import render_markdown
-    from ..checks import UnknownCheckError
-    from ..forecasters import ForecasterSpecError
     from ..forecasters.loading import parse_options
-    from ..llm.fatal import FatalError
-
-    options = SearchOptions(
-        keep=keep, width=width, seed=seed, verify_threshold=verify_threshold, concurrency=concurrency
-    )
-
     from .progress import Progress
 
+    options = SearchOptions(keep=keep, width=width, seed=seed, verify_threshold=verify_threshold,
+                            concurrency=concurrency)  # fmt: skip
     display = Progress(transient=True)
     task = display.task("searching", total=budget, info="starting the search")
-
-    def progress(search) -> None:
-        task.update(completed=search.used("search"), info=f"round {search.rounds}")
-
-    try:
-        with display:
-            result = attack(
-                forecaster,
-                budget=budget,
-                out=out_dir,
-                checks=[c.strip() for c in checks.split(",") if c.strip()] if checks else None,
-                questions=questions,
-                tuples=tuples,
-                generator=model,
-                forecaster_options=parse_options(forecaster_option or []),
-                options=options,
-                llm=llm_settings,
-                baseline=baseline,
-                resume=resume,
-                on_round=progress,
-            )
-    except FatalError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        err.print("what finished is journaled: fix the cause, then run the same command with --resume")
-        raise typer.Exit(ExitCode.FAILED) from None
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see exits.install_sigterm)
-        what = "terminated" if terminated() else "interrupted"
-        err.print(f"[yellow]{what}[/yellow]: finished forecasts are journaled; run the same command with --resume")
-        raise typer.Exit(interrupted_code()) from None
-    except (AttackError, ForecasterSpecError, UnknownCheckError, ValueError, OSError) as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
-    if as_json:
-        out.print_json(json.dumps(result.summary))
-    else:
-        out.print(render_markdown(result.summary), markup=False, highlight=False, soft_wrap=True, end="")
+    with display:
+        result = attack(
+            forecaster, budget=budget, out=out_dir, questions=questions, tuples=tuples, generator=model,
+            checks=[c.strip() for c in checks.split(",") if c.strip()] if checks else None,
+            forecaster_options=parse_options(forecaster_option or []), options=options, llm=llm_settings,
+            baseline=baseline, resume=resume,
+            on_round=lambda search: task.update(completed=search.used("search"), info=f"round {search.rounds}"),
+        )  # fmt: skip
+    text = {"markup": False, "highlight": False, "soft_wrap": True, "end": ""}
+    show(result.summary, as_json, lambda: render_markdown(result.summary), **text)
     where = escape(str(result.out))
     err.print(f"attack directory: [bold]{where}[/bold] (tuples/ for cc evaluate -t, forecasts/ for cc score)")

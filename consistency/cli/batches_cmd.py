@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .console import err, escape, fmt, out
-from .exits import ExitCode
+from ..errors import InputError
+from .console import escape, fmt, out, table
 
 
 def batches(
@@ -33,30 +33,18 @@ def batches(
     if cancel:
         words = words[1:]
     if len(words) > 1:
-        err.print("[red]error[/red] give one RUNDIR (or batch id with cancel)")
-        raise typer.Exit(ExitCode.USAGE)
+        raise InputError("give one RUNDIR (or batch id with cancel)")
     target, only = (words[0] if words else None), None
     path = Path(target) / BATCHES if target and Path(target).is_dir() else default_journal()
     if target and not Path(target).is_dir():
         if not cancel:
-            err.print(f"[red]error[/red] {escape(target)} is not a run directory")
-            raise typer.Exit(ExitCode.USAGE)
+            raise InputError(f"{target} is not a run directory")
         only = target
-    try:
-        records = read_batches(path)
-        if only and not any(only in (r.get("batch_id"), r["id"]) for r in records.values()):
-            err.print(f"[red]error[/red] no batch {escape(only)} in {escape(str(path))}; give its run directory")
-            raise typer.Exit(ExitCode.USAGE)
-        if cancel or refresh:
-            records = {r["id"]: r for r in asyncio.run(update_batches(path, cancel=cancel, only=only))}
-    except ValueError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
-    except Exception as exc:  # the provider could not be asked: say so in one sentence
-        from ..llm.secrets import redact
-
-        err.print(f"[red]error[/red] cannot reach the Batch API: {escape(redact(str(exc)))}")
-        raise typer.Exit(ExitCode.FAILED) from None
+    records = read_batches(path)
+    if only and not any(only in (r.get("batch_id"), r["id"]) for r in records.values()):
+        raise InputError(f"no batch {only} in {path}; give its run directory")
+    if cancel or refresh:
+        records = {r["id"]: r for r in asyncio.run(update_batches(path, cancel=cancel, only=only))}
     _print(path, list(records.values()))
 
 
@@ -64,24 +52,15 @@ _DONE = ("completed", "failed", "expired", "cancelled")
 
 
 def _print(path: Path, records: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
     if not records:
         out.print(f"no batches in {escape(str(path))}")
         return
-    table = Table(title=f"batches in {escape(str(path))}")
-    for column in ("batch", "state", "requests", "answered", "failed", "expected $", "cost $", "created"):
-        table.add_column(column, justify="left" if column in ("batch", "state", "created") else "right")
+    rows = []
     for r in records:
-        counts = r.get("counts") or {}
-        table.add_row(
-            escape(r.get("batch_id") or r["id"]),  # not submitted yet: our local id
-            escape(str(r.get("state", "?"))) + ("" if r.get("collected") or r.get("state") in _DONE else "…"),
-            str(r.get("requests", 0)),
-            str(counts.get("completed", "-")),
-            str(counts.get("failed", "-")),
-            fmt(r.get("expected_cost")),
-            fmt(r.get("cost")),
-            escape(r.get("created", "-")),
-        )
-    out.print(table)
+        counts, state = r.get("counts") or {}, str(r.get("state", "?"))
+        done = "" if r.get("collected") or r.get("state") in _DONE else "…"
+        rows.append([escape(r.get("batch_id") or r["id"]), escape(state) + done,  # no batch id yet: our local id
+                     r.get("requests", 0), counts.get("completed", "-"), counts.get("failed", "-"),
+                     fmt(r.get("expected_cost")), fmt(r.get("cost")), escape(r.get("created", "-"))])  # fmt: skip
+    columns = ("batch", "state", "requests", "answered", "failed", "expected $", "cost $", "created")
+    out.print(table(f"batches in {escape(str(path))}", columns, rows, left=("batch", "state", "created")))

@@ -6,9 +6,9 @@ import sqlite3
 
 import typer
 
+from ..errors import InputError
 from ..llm import ResponseCache
-from .console import err, escape, out
-from .exits import ExitCode
+from .console import escape, out
 
 app = typer.Typer(help="The response cache (SQLite, under CC_CACHE_DIR).", no_args_is_help=True)
 
@@ -46,6 +46,4 @@ def _open() -> ResponseCache:
     except (sqlite3.Error, OSError) as exc:
         from ..paths import cache_dir
 
-        where = cache_dir() / ResponseCache.FILENAME
-        err.print(f"[red]error[/red] cannot open the response cache {escape(str(where))}: {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+        raise InputError(f"cannot open the response cache {cache_dir() / ResponseCache.FILENAME}: {exc}") from None

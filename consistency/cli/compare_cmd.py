@@ -8,10 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ..accuracy.inputs import ScoreInputError
 from ..accuracy.ranking import compare as compare_two
-from .console import err, escape, out
-from .exits import ExitCode
+from .console import escape, out
 from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
 
@@ -26,11 +24,7 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """Is A more accurate than B? 100·ln(p_A/p_B) on the outcome, per question both answered."""
-    try:
-        c = compare_two(load_forecasts(paths, duplicates), a, b, resamples=resamples, seed=seed, as_of=as_of)
-    except ScoreInputError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+    c = compare_two(load_forecasts(paths, duplicates), a, b, resamples=resamples, seed=seed, as_of=as_of)
     t, bs = c.t_test, c.bootstrap
     summary = {
         "a": a,

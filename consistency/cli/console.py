@@ -6,12 +6,20 @@ greppable) and tables get room instead of the 80-column default.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ..evaluation.scoring import ScoreReport
+    from ..models import ForecastingQuestion
 
 
 def _console(stderr: bool = False) -> Console:
@@ -57,4 +65,73 @@ def print_skipped(
         err.print(f"  ... and {len(errors) - limit} more")
 
 
-__all__ = ["err", "escape", "fmt", "out", "pct", "print_skipped"]
+def questions_of(path: str | Path, strict: bool = True) -> list[ForecastingQuestion]:
+    """The questions of a file (or ``paper:``/``hf://`` reference), the lines left out said on stderr
+    (``strict``: an invalid line stops the command; see :func:`~consistency.evaluation.ground_truth.read_questions`)."""
+    from ..evaluation.ground_truth import read_questions
+
+    questions, skipped = read_questions(path, strict)
+    print_skipped(skipped, None)
+    return questions
+
+
+def show(data: Any, as_json: bool, render: Callable[[], Any], **printing: Any) -> None:
+    """``--json``: ``data`` as JSON on stdout; else what ``render()`` draws, printed with ``printing``."""
+    if as_json:
+        out.print_json(json.dumps(data))
+    else:
+        out.print(render(), **printing)
+
+
+def table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    *,
+    left: int | Sequence[str] = 1,
+    total: Sequence[object] | None = None,
+    fold: Sequence[str] = (),
+    no_wrap: bool = False,
+    **options: Any,
+) -> Table:
+    """The one table of ``cc``: the first ``left`` columns (or those named in it: names, not figures) left-aligned,
+    the others right-aligned; ``total`` a bold last row under a rule; columns in ``fold`` wrap long values (with
+    ``no_wrap``, the others never wrap); ``options`` go to rich's table (a caption...)."""
+    from rich.table import Table
+
+    grid = Table(title=title, **options)
+    for i, name in enumerate(columns):
+        flush = i < left if isinstance(left, int) else name in left
+        overflow = "fold" if name in fold else "ellipsis"
+        grid.add_column(name, justify="left" if flush else "right", overflow=overflow, no_wrap=no_wrap)
+    for row in rows:
+        grid.add_row(*(str(cell) for cell in row))
+    if total is not None:
+        grid.add_section()
+        grid.add_row(*(str(cell) for cell in total), style="bold")
+    return grid
+
+
+def violations(report: ScoreReport) -> Table:
+    """A score report's mean violations and shares violated, per check and over all (``cc score``, ``cc evaluate``)."""
+
+    def cells(stats: Any) -> list[str]:
+        d, f = stats["default"], stats["frequentist"]
+        get = (lambda s, k: s[k]) if isinstance(d, dict) else getattr
+        return [
+            str(get(d, "num_samples")),
+            fmt(get(d, "avg_violation")),
+            pct(get(d, "fraction_violated")),
+            fmt(get(f, "avg_violation")),
+            pct(get(f, "fraction_violated")),
+        ]
+
+    return table(
+        "Consistency violations (arbitrage in nats; frequentist in z-units)",
+        ("check", "n", "arbitrage avg", "arb. violated", "frequentist avg", "freq. violated"),
+        ([f.check.name, *cells(f.stats())] for f in report.files),
+        total=["aggregate", *cells(report.aggregate())],
+    )
+
+
+__all__ = ["err", "escape", "fmt", "out", "pct", "print_skipped", "show", "table", "violations"]

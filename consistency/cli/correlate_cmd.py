@@ -11,7 +11,6 @@ import typer
 
 from ..store.layout import GROUND_TRUTH, GROUND_TRUTH_SUMMARY
 from .console import err, escape, out
-from .exits import ExitCode
 from .table_options import Duplicates, skipping
 
 
@@ -105,11 +104,10 @@ def correlate(
             label: _correlate(members, pairing.pairs, found.truth, fixed, bootstrap, left_out)
             for label, members in groups.items()
         }
-    except ScoreInputError as exc:
+    except ScoreInputError:  # said by the error mapping, after what was left out and why
         for name, reason in left_out.items():
             err.print(f"  left out {escape(name)}: {escape(reason)}")
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+        raise
     for name, reason in left_out.items():
         err.print(f"left out {escape(name)}: {escape(reason)}")
     if as_json:

@@ -53,21 +53,17 @@ def diff(
     each, the paired difference B − A with a bootstrap interval and a paired test, and what changed most."""
     from ..evaluation.diff import diff_runs
 
-    try:
-        result = diff_runs(
-            run_a,
-            run_b,
-            metric=metric,
-            resamples=bootstrap,
-            seed=seed,
-            level=level,
-            test=test,
-            top=top,
-            min_shared=min_shared,
-        )
-    except (ValueError, OSError) as exc:  # InputError (bad run.json, not a run) is a ValueError
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+    result = diff_runs(
+        run_a,
+        run_b,
+        metric=metric,
+        resamples=bootstrap,
+        seed=seed,
+        level=level,
+        test=test,
+        top=top,
+        min_shared=min_shared,
+    )
     worse, uncompared = result.worse(), result.not_comparable()
     if as_json:
         out.print_json(json.dumps(result.to_dict()))

@@ -11,7 +11,6 @@ import typer
 from ..evaluation import (
     EvaluationResult,
     RunDir,
-    RunDirError,
     RunOptions,
     estimate,
     estimate_questions,
@@ -21,25 +20,37 @@ from ..evaluation import (
 )
 from ..evaluation.ground_truth import evaluate_questions, resume_questions
 from ..evaluation.reading import how_to_read
-from ..files import DetectionError
-from ..forecasters import ForecasterSpecError, load_forecaster
+from ..evaluation.resuming import resume_options
+from ..forecasters import load_forecaster
 from ..forecasters.loading import parse_options
 from ..llm import LLMSettings
-from ..llm.fatal import FatalError
 from ..llm.secrets import redact
 from ..metrics.scoring import ScoreParams
 from ..store.layout import GROUND_TRUTH_SUMMARY, SUMMARY
 from ..store.meta import Totals
 from ..store.records import truth_summary_of
 from .bounds import positive
-from .console import err, escape, fmt, out, print_skipped
+from .console import err, escape, fmt, out, print_skipped, violations
 from .cost_view import print_estimate, stopped_at_cap
-from .exits import ExitCode, interrupted_code, terminated
+from .errors import handle_errors
+from .exits import ExitCode
 from .llm_command import llm_settings_command
 from .progress import RunBar
-from .score_cmd import render_table
 
 
+def _after(exc: BaseException, kwargs: dict[str, Any]) -> str | None:
+    """Where a stopped run is, and how to finish it."""
+    run_dir = getattr(exc, "run_dir", None) or (
+        kwargs.get("resume_dir") if isinstance(exc, KeyboardInterrupt) else None
+    )
+    if run_dir is None:
+        return "before the run directory was made: nothing to resume" if isinstance(exc, KeyboardInterrupt) else None
+    if isinstance(exc, KeyboardInterrupt):
+        return f"finished forecasts are saved in {run_dir}; resume with: cc evaluate --resume {run_dir}"
+    return f"run directory: {run_dir} (failed); once fixed, resume it with: cc evaluate --resume {run_dir}"
+
+
+@handle_errors(after=_after)
 @llm_settings_command
 def evaluate_cmd(
     forecaster: Annotated[
@@ -135,15 +146,11 @@ def evaluate_cmd(
     llm_settings: LLMSettings,
 ) -> None:
     """Forecast every question of a consistency benchmark once, score every tuple, write a run directory."""
-    from ..metrics.gates import LimitError, checked_limit
+    from ..evaluation.gate import checked_limit, failed_gates
 
-    try:  # a gate that could never fail (NaN, inf, negative) is refused before any question is asked
-        for flag, gate_limit in (("--max-violation", max_violation), ("--fail-on-error", fail_on_error)):
-            if gate_limit is not None:
-                checked_limit(flag, gate_limit)
-    except LimitError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+    for flag, gate_limit in (("--max-violation", max_violation), ("--fail-on-error", fail_on_error)):
+        if gate_limit is not None:  # a gate that could never fail (NaN, inf, negative): refused before any question
+            checked_limit(flag, gate_limit)
     bar = RunBar()
     options = RunOptions(
         concurrency=concurrency,
@@ -172,7 +179,9 @@ def evaluate_cmd(
                 "epsilon": epsilon,
                 "bootstrap": bootstrap,
             }
-            options = _resume_options(recorded, options, given, resume_dir)
+            options, notices = resume_options(recorded, options, given, _explicit(), resume_dir)
+            for notice in notices:
+                err.print(notice, markup=False)
             again = None  # a spec with a key in its URL was stored scrubbed: the user gives it again
             if redact(forecaster) != forecaster and redact(forecaster) == recorded.get("forecaster_spec"):
                 again = load_forecaster(forecaster, recorded.get("forecaster_options"))
@@ -228,93 +237,16 @@ def evaluate_cmd(
                 params=ScoreParams(epsilon=epsilon, bootstrap=bootstrap),
                 options=options,
             )
-    except FatalError as exc:
+    finally:
         bar.stop()
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        if exc.run_dir is not None:
-            err.print(
-                f"run directory: [bold]{escape(str(exc.run_dir))}[/bold] (failed); once fixed, resume it with: "
-                f"cc evaluate --resume {escape(str(exc.run_dir))}"
-            )
-        raise typer.Exit(ExitCode.FAILED) from None
-    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (see exits.install_sigterm)
-        bar.stop()
-        what = "stopped by SIGTERM" if terminated() else "interrupted"
-        run_dir = getattr(exc, "run_dir", None) or resume_dir
-        if run_dir is None:
-            err.print(f"[yellow]{what}[/yellow] before the run directory was made: nothing to resume")
-        else:
-            err.print(
-                f"[yellow]{what}[/yellow]: finished forecasts are saved in {escape(str(run_dir))}; resume with: "
-                f"cc evaluate --resume {escape(str(run_dir))}"
-            )
-        raise typer.Exit(interrupted_code()) from None
-    except (ForecasterSpecError, RunDirError, DetectionError, KeyError, ValueError, OSError) as exc:
-        bar.stop()
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
-    bar.stop()
-    record = result.record
-    if record.stopped:
+    if result.record.stopped:
         stopped_at_cap(result)
     _print(result, as_json)
-    failed, total = len(result.failures), record.questions or 0
-    if fail_on_error is not None and too_many_failures(failed, total, fail_on_error):
-        err.print(f"[red]failed[/red]: {failed} failed question(s) exceed --fail-on-error {fail_on_error:g}")
+    failures = failed_gates(result, fail_on_error=fail_on_error, max_violation=max_violation, per_check=check_level)
+    for sentence in failures:
+        err.print(f"[red]failed[/red]: {escape(sentence)}")
+    if failures:
         raise typer.Exit(ExitCode.FAILED)
-    if total and failed == total:  # not "a few failed items": nothing at all to score
-        err.print("[red]failed[/red]: no question got a forecast")
-        raise typer.Exit(ExitCode.FAILED)
-    summary = truth_summary_of(record) if result.report is None else None
-    if summary is not None and total and not summary.scored and summary.unresolved:
-        err.print(
-            f"[red]nothing scored[/red]: none of the {summary.unresolved} answered question(s) has a resolution; "
-            "a ground-truth run scores resolved questions only (resolve them with cc questions resolve)"
-        )
-        raise typer.Exit(ExitCode.FAILED)
-    if max_violation is not None and result.report is not None:
-        from ..metrics.gates import over_limit
-
-        over = over_limit(result.report, max_violation, per_check=check_level)
-        for name, value in over:
-            what = "the mean over checks" if name == "overall" else name
-            err.print(f"[red]failed[/red]: mean arbitrage violation of {what} {value:.4f} > {max_violation:g}")
-        if over:
-            raise typer.Exit(ExitCode.FAILED)
-
-
-#: Options that change how a resumed run's remaining calls are made: the run's recorded value is kept
-#: unless the option is given again, and then the new value is used, with a notice (and recorded for
-#: later resumes). CLI parameter -> (RunOptions or LLMSettings field, shown as).
-_TUNABLE = {
-    "concurrency": ("concurrency", "--concurrency"),
-    "forecast_timeout": ("timeout", "--forecast-timeout"),
-    "max_connections": ("llm.max_connections", "--max-connections"),
-    "rpm": ("llm.requests_per_minute", "--rpm"),
-    "tpm": ("llm.tokens_per_minute", "--tpm"),
-    "timeout": ("llm.timeout", "--timeout"),
-    "max_attempts": ("llm.max_attempts", "--max-attempts"),
-    "no_cache": ("llm.cache", "--no-cache"),
-    "cost_limit": ("llm.cost_limit", "--cost-limit"),
-    "max_cost": ("max_cost", "--max-cost"),
-    "batch": ("llm.batch", "--batch"),
-    "batch_fallback": ("llm.batch_fallback", "--batch-fallback"),
-    "batch_poll": ("llm.batch_poll", "--batch-poll"),
-}
-
-#: Options that say what the run measures: given with --resume, they must equal what the run recorded.
-_FIXED = {
-    "forecaster": "--forecaster",
-    "forecaster_option": "--forecaster-option",
-    "tuples": "--tuples",
-    "checks": "--checks",
-    "limit": "--limit",
-    "seed": "--seed",
-    "questions": "--questions",
-    "out_dir": "--out",
-    "epsilon": "--epsilon",
-    "bootstrap": "--bootstrap",
-}
 
 
 def _explicit() -> set[str]:
@@ -330,88 +262,6 @@ def _explicit() -> set[str]:
     if ctx is None:
         return set()
     return {name for name in ctx.params if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
-
-
-def _recorded_fixed(meta: dict[str, Any], resume_dir: Path) -> dict[str, Any]:
-    bench, params = meta.get("benchmark") or {}, meta.get("parameters") or {}
-    return {
-        "forecaster": meta.get("forecaster_spec"),
-        "forecaster_option": meta.get("forecaster_options") or {},
-        "tuples": bench.get("tuples"),
-        "checks": bench.get("checks"),
-        "limit": bench.get("limit", meta.get("limit")),
-        "seed": bench.get("seed", meta.get("seed")),
-        "questions": meta.get("questions_file"),
-        "out_dir": str(resume_dir),
-        "epsilon": params.get("epsilon"),
-        "bootstrap": params.get("bootstrap"),
-    }
-
-
-def _same(name: str, given: Any, recorded: Any) -> bool:
-    """Whether a value typed again equals the recorded one (paths by file, checks by name, keys scrubbed)."""
-    import os
-
-    from ..checks import get_check
-
-    if given is None or recorded is None:
-        return given == recorded
-    if name in ("tuples", "questions", "out_dir"):
-        try:
-            return os.path.samefile(given, recorded)
-        except OSError:
-            return str(given) == str(recorded)
-    if name == "checks":
-        try:
-            return sorted(get_check(c.strip()).name for c in given.split(",") if c.strip()) == sorted(recorded)
-        except KeyError:
-            return False
-    if name == "forecaster":
-        return redact(given) == recorded
-    if name == "forecaster_option":
-        return {k: redact(str(v)) for k, v in _options(given).items()} == recorded
-    return given == recorded
-
-
-def _resume_options(meta: dict[str, Any], options: RunOptions, given: dict[str, Any], resume_dir: Path) -> RunOptions:
-    """The recorded options of the run, with those given again on the command line in their place (each
-    change said); an option that would change what the run measures is refused with one sentence."""
-    import dataclasses
-
-    from ..evaluation.asking import options_of
-
-    explicit = _explicit()
-    recorded = _recorded_fixed(meta, resume_dir)
-    for name, flag in _FIXED.items():
-        if name in explicit and not _same(name, given[name], recorded[name]):
-            shown = given[name] if not isinstance(given[name], list) else " ".join(given[name])
-            raise ValueError(
-                f"{flag} {redact(str(shown))} differs from what {resume_dir} recorded "
-                f"({redact(str(recorded[name]))}): a resume finishes a run as it began, so drop {flag} "
-                "or start a new run without --resume"
-            )
-    kept = options_of(meta)
-    llm = kept.llm.model_dump()
-    run = {"concurrency": kept.concurrency, "timeout": kept.timeout, "max_cost": kept.max_cost}
-    for name, (field, flag) in _TUNABLE.items():
-        if name not in explicit:
-            continue
-        where, key = (llm, field[4:]) if field.startswith("llm.") else (run, field)
-        value = getattr(options.llm, key) if where is llm else getattr(options, key)
-        if value != where[key] and key == "cache":
-            typed, now, was = ("--cache", "on", "off") if value else ("--no-cache", "off", "on")
-            err.print(f"{typed}: the response cache is {now} from this resume on (the run had it {was})")
-        elif value != where[key]:
-            err.print(f"{flag} {value}: used from this resume on (the run had {where[key]})", markup=False)
-        where[key] = value
-    return dataclasses.replace(options, llm=LLMSettings.model_validate(llm), **run)
-
-
-def too_many_failures(failed: int, total: int, limit: float) -> bool:
-    """Like inspect's ``--fail-on-error``: a limit below 1 is a fraction of the items, else a count."""
-    if limit < 1:
-        return total > 0 and failed / total > limit
-    return failed > limit
 
 
 def _options(items: list[str] | None) -> dict[str, str]:
@@ -434,7 +284,7 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
     elif as_json:
         out.print_json((result.run_dir / SUMMARY).read_text(encoding="utf-8"))
     else:
-        out.print(render_table(result.report))
+        out.print(violations(result.report))
     note = None if as_json else how_to_read(result.run_dir, record)
     if note:
         out.print(note, markup=False, highlight=False)

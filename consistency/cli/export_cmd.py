@@ -1,5 +1,6 @@
 """``cc export inspect``: a ``cc`` run as an inspect log, for inspect's viewer (``inspect view``);
-``cc export forecastbench``: a run as a ForecastBench forecast set (:mod:`.fb_export_cmd`)."""
+``cc export forecastbench``: a run as a ForecastBench forecast set (:mod:`.fb_export_cmd`, added by the
+command table)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ from typing import Annotated
 import typer
 
 from .console import err, escape, fmt, out, pct
-from .exits import ExitCode
-from .fb_export_cmd import forecastbench
 
 app = typer.Typer(help="Write a run in another tool's format.", no_args_is_help=True)
-app.command("forecastbench")(forecastbench)
 
 
 @app.command("inspect")
@@ -25,16 +23,10 @@ def inspect_log(
     ] = 1e-3,
 ) -> None:
     """Write RUN's forecasts as an inspect log of task consistency/all, scored as the inspect task scores."""
-    from ..evaluation.scoring import ScoringError
-    from ..files import DetectionError
     from ..integrations.inspect.logs import export_run
     from ..metrics.scoring import ScoreParams
 
-    try:
-        metrics = export_run(run, output, ScoreParams(epsilon=epsilon))
-    except (ScoringError, DetectionError, KeyError, OSError, ValueError) as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+    metrics = export_run(run, output, ScoreParams(epsilon=epsilon))
     out.print(
         f"{int(metrics['scored'])} tuples: arbitrage avg {fmt(metrics.get('arbitrage_mean'))}, "
         f"violated {pct(metrics.get('arbitrage_violated'))}; frequentist avg {fmt(metrics.get('frequentist_mean'))}, "

@@ -31,18 +31,12 @@ def forecastbench(
     ] = False,
 ) -> None:
     """Write RUN's forecasts as ForecastBench forecast sets, one per question set, checked by its rules first."""
-    from ..forecastbench import ForecastBenchError
     from ..forecastbench.export import question_sets, submissions
     from ..forecastbench.forecasts import read_run
 
-    try:
-        forecasts = read_run(run)
-        pool = _questions(run, questions)
-        made = submissions(forecasts, question_sets(pool), organization=organization, model=model,
-                           model_organization=model_organization, reasoning=reasoning)  # fmt: skip
-    except ForecastBenchError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+    forecasts = read_run(run)
+    made = submissions(forecasts, question_sets(_questions(run, questions)), organization=organization, model=model,
+                       model_organization=model_organization, reasoning=reasoning)  # fmt: skip
     refused = False
     for sub in made:
         for note in sub.notes:
@@ -59,13 +53,7 @@ def forecastbench(
             err.print(f"[red]refused[/red] {escape(sub.file_name)}: ForecastBench would not take every row of it "
                       "(reasons above); fix the run or give --force")  # fmt: skip
             continue
-        try:
-            path = sub.write(out_dir)
-        except OSError as exc:
-            from ..write_errors import cannot_write
-
-            err.print(f"[red]error[/red] {escape(cannot_write(exc))}")
-            raise typer.Exit(ExitCode.USAGE) from None
+        path = sub.write(out_dir)
         rows = len(sub.document["forecasts"])
         verdict = "passes ForecastBench's checks" if not findings else f"{len(findings)} finding(s), written anyway"
         out.print(f"{escape(str(path))}: {rows} forecasts ({covered}), {verdict}")
@@ -74,6 +62,7 @@ def forecastbench(
 
 
 def _questions(run: Path, given: Path | None):
+    from ..errors import InputError
     from ..evaluation.ground_truth import load_questions
     from ..forecastbench import ForecastBenchError
     from ..store.runs import recorded_questions_file
@@ -88,6 +77,6 @@ def _questions(run: Path, given: Path | None):
         path = Path(recorded)
     try:
         questions, _ = load_questions(path)
-    except (OSError, ValueError) as exc:
+    except (OSError, InputError) as exc:
         raise ForecastBenchError(f"{path}: {exc}") from None
     return questions

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from .console import err, escape, out
-from .exits import ExitCode
+from ..errors import InputError
+from .console import err, escape, out, table
 
 app = typer.Typer(help="Read questions published elsewhere.", no_args_is_help=True)
 
@@ -47,37 +47,24 @@ def forecastbench(
 ) -> None:
     """ForecastBench question sets as questions: one per market question, one per dataset question and
     resolution date, outcomes from the resolution sets; ids keep ForecastBench's id, source and date."""
-    from ..forecastbench import ForecastBenchError, load
+    from ..forecastbench import load
     from ..jsonl import write_jsonl
 
     if out_path.is_dir():
         raise typer.BadParameter(f"{out_path} is a directory; give a JSONL file", param_hint="--out")
-    try:
-        loaded = load(
-            sources, datasets=datasets, offline=offline, refresh=refresh, resolutions=resolutions,
-            freeze_values=freeze_values,
-        )  # fmt: skip
-    except ForecastBenchError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+    loaded = load(sources, datasets=datasets, offline=offline, refresh=refresh, resolutions=resolutions,
+                  freeze_values=freeze_values)  # fmt: skip
     imported = loaded.imported
     for note in loaded.notes:
         err.print(f"note: {escape(note)}", soft_wrap=True)
     _problems(imported.problems)
     if not imported.questions and not loaded.forecast_sets:
-        err.print("[red]error[/red] no question could be read from the sources")
-        raise typer.Exit(ExitCode.USAGE)
-    try:
-        if imported.questions:
-            write_jsonl(out_path, imported.questions)
-        if tuples is not None and imported.tuples:
-            write_jsonl(tuples / "CombinationChecker.jsonl", imported.tuples)
-        written_runs = _runs(loaded, runs)
-    except OSError as exc:
-        from ..write_errors import cannot_write
-
-        err.print(f"[red]error[/red] {escape(cannot_write(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+        raise InputError("no question could be read from the sources")
+    if imported.questions:
+        write_jsonl(out_path, imported.questions)
+    if tuples is not None and imported.tuples:
+        write_jsonl(tuples / "CombinationChecker.jsonl", imported.tuples)
+    written_runs = _runs(loaded, runs)
     _summary(loaded, out_path)
     if tuples is not None:
         shown = escape(str(tuples / "CombinationChecker.jsonl"))
@@ -95,25 +82,18 @@ def _problems(problems) -> None:
 
 
 def _summary(loaded, out_path: Path) -> None:
-    from rich.table import Table
-
     imported = loaded.imported
     for file, due, res in loaded.sets:
         with_outcomes = f"outcomes from {escape(Path(res).name)}" if res else "no resolution set"
         out.print(f"{escape(Path(file).name)} (due {due}): {with_outcomes}")
     if not imported.questions:
         return
-    grid = Table(show_edge=True)
-    for col, justify in (("source", "left"), ("questions", "right"), ("outcomes", "right")):
-        grid.add_column(col, justify=justify)
     from ..forecastbench.formats import MARKET_SOURCES
 
-    for source in sorted(imported.per_source, key=lambda s: (s not in MARKET_SOURCES, s)):
-        grid.add_row(source, str(imported.per_source[source]), str(imported.outcomes[source]))
-    grid.add_section()
-    total = sum(imported.per_source.values())
-    grid.add_row("total", str(total), str(sum(imported.outcomes.values())))
-    out.print(grid)
+    order = sorted(imported.per_source, key=lambda s: (s not in MARKET_SOURCES, s))
+    rows = [(source, imported.per_source[source], imported.outcomes[source]) for source in order]
+    total = ("total", sum(imported.per_source.values()), sum(imported.outcomes.values()))
+    out.print(table(None, ("source", "questions", "outcomes"), rows, total=total, show_edge=True))
     kept = f"{len(imported.questions)} questions written to {escape(str(out_path))}"
     if loaded.repeated:
         kept += f" ({loaded.repeated} met twice, kept once)"

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..checks import Check, UnknownCheckError, all_checks, get_check
-from ..embeddings import make_embedder
-from ..generate import TemplateInstantiator
+from ..errors import InputError
 from ..generate.chains import NO_HORIZON
-from ..generate.llm import LLMInstantiator
-from ..generate.pipeline import GenerateOptions, GenerateReport, generate
-from ..generate.relevance import RelevanceRanker
-from ..generate.verify import TupleVerifier
-from ..jsonl import read_jsonl
-from ..models import ForecastingQuestion
-from .console import err, escape, out
+from ..generate.pipeline import GenerateOptions, GenerateReport
+from ..generate.run import Makers, choose_checks, generate_checks, shortfall
+from .console import err, escape, out, questions_of
+from .errors import SAVED, handle_errors
 from .exits import ExitCode
 from .llm_command import LLMArgs, llm_command, print_usage, run_calls
 from .progress import Progress
@@ -38,37 +32,6 @@ class RelevanceChoice(StrEnum):
     off = "off"
 
 
-def load_questions(path: Path) -> list[ForecastingQuestion]:
-    """Questions from JSONL; a bad line, or no question at all, stops the command with one message."""
-    from ..sources.paper import DatasetRefError, dataset_path  # paper:NAME and hf:// references → local files
-
-    questions, problems, first_line = [], [], {}
-    try:
-        path = dataset_path(path)
-        for number, parsed in read_jsonl(path, ForecastingQuestion):
-            if isinstance(parsed, list):
-                problems.extend(str(e) for e in parsed)
-            elif parsed.id in first_line:  # a repeated id: warned about, the first question kept
-                err.print(
-                    f"[yellow]warning[/yellow] {escape(str(path))}:{number}: id {escape(parsed.id)} repeats line "
-                    f"{first_line[parsed.id]}; the first is kept"
-                )
-            else:
-                first_line[parsed.id] = number
-                questions.append(parsed)
-    except (OSError, DatasetRefError) as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
-    if problems:
-        for problem in problems[:20]:
-            err.print(f"[red]error[/red] {escape(problem)}")
-        raise typer.Exit(ExitCode.USAGE)
-    if not questions:
-        err.print(f"[red]error[/red] {escape(str(path))}: no questions (the file is empty)")
-        raise typer.Exit(ExitCode.USAGE)
-    return questions
-
-
 def choose_instantiator(choice: InstantiatorChoice, llm_args: LLMArgs) -> str:
     if choice != InstantiatorChoice.auto:
         return choice.value
@@ -80,6 +43,7 @@ def choose_instantiator(choice: InstantiatorChoice, llm_args: LLMArgs) -> str:
     return chosen
 
 
+@handle_errors(after=SAVED)
 @llm_command
 def generate_cmd(
     check: Annotated[
@@ -126,30 +90,24 @@ def generate_cmd(
     llm_args: LLMArgs,
 ) -> None:
     """Generate consistency tuples from base questions (resumable: rerun the same command to continue)."""
-    try:
-        checks = choose_checks(check)
-    except KeyError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+    checks = choose_checks(check)
     if out_dir.exists() and not out_dir.is_dir():
-        err.print(f"[red]error[/red] {escape(str(out_dir))} is a file, not a directory: --out takes a directory")
-        raise typer.Exit(ExitCode.USAGE)
-    pool = load_questions(questions)
+        raise InputError(f"{out_dir} is a file, not a directory: --out takes a directory")
+    pool = questions_of(questions)
     source = None
     if around is not None:
         source = next((q for q in pool if q.id == around), None)
         if source is None:
-            err.print(f"[red]error[/red] no question with id {escape(around)} in {escape(str(questions))}")
-            raise typer.Exit(ExitCode.USAGE)
+            raise InputError(f"no question with id {around} in {questions}")
     kind = choose_instantiator(instantiator, llm_args)
-    verify = kind == "llm" if verify is None else verify
     rel = relevance.value if relevance != RelevanceChoice.auto else ("llm" if kind == "llm" else "embeddings")
+    makers = Makers(llm_args.model, kind, kind == "llm" if verify is None else verify, threshold, verifier_model,
+                    rel, embeddings)  # fmt: skip
     options = GenerateOptions(
         n=n, candidates=candidates, top=top, prefilter=prefilter, seed=seed, around=source,
         concurrency=llm_args.settings.width(llm_args.values["max_connections"], n),
     )  # fmt: skip
-    plan = Plan(kind, verify, threshold, verifier_model or llm_args.model, rel, embeddings, out_dir, options)
-    reports, skipped = run_calls(_run(checks, pool, plan, llm_args))
+    reports, skipped = run_calls(_run(checks, pool, out_dir, options, makers, llm_args))
     for report in reports:
         _print_report(report)
         short = shortfall(report, options, len(pool))
@@ -158,99 +116,26 @@ def generate_cmd(
     for name, reason in skipped:  # e.g. fewer base questions than the check needs
         err.print(f"[yellow]{escape(name)}: not generated: {escape(reason)}[/yellow]")
     if not any(r.total for r in reports):
-        if skipped and not reports:
-            raise typer.Exit(ExitCode.USAGE)
-        raise typer.Exit(ExitCode.FAILED)
+        raise typer.Exit(ExitCode.USAGE if skipped and not reports else ExitCode.FAILED)
 
 
-def choose_checks(spec: str) -> list[Check]:
-    """``all``, one name, or a comma-separated list (``neg,cond``), in the order given, without repeats."""
-    names = [part.strip() for part in spec.replace(";", ",").split(",") if part.strip()]
-    if not names:
-        raise UnknownCheckError("--check names no check (give a name such as neg, a list such as neg,cond, or all)")
-    if any(name.lower() == "all" for name in names):
-        return list(all_checks())
-    return list({c.name: c for c in (get_check(name) for name in names)}.values())
-
-
-def shortfall(report: GenerateReport, options: GenerateOptions, questions: int) -> str | None:
-    """One sentence when fewer tuples than asked were made, saying which limit was reached (None: enough)."""
-    if report.total >= options.n:
-        return None
-    why = []
-    cut = report.rejected.get("relevance: below the embedding prefilter", 0)
-    if cut:
-        kept = report.candidates - cut
-        why.append(f"the relevance prefilter kept {kept} of {report.candidates} candidates (3 x n unless --prefilter)")
-    if report.rejected.get("relevance: not in the top", 0):
-        why.append(f"--top {options.top} kept only the best {options.top}")
-    failures = report.rejected.get("relevance: scoring failed", 0)
-    if failures:
-        why.append(f"{failures} relevance scoring(s) failed")
-    rejected = sum(v for k, v in report.rejected.items() if not k.startswith("relevance"))
-    if rejected:
-        why.append(f"{rejected} made this run were rejected (reasons in {report.rejects_path})")
-    if report.skipped:
-        why.append(f"{report.skipped} skipped: {NO_HORIZON} (--instantiator llm writes chains for others)")
-    if not cut and not report.rejected.get("relevance: not in the top", 0):
-        why.append(
-            f"only {report.candidates} candidate base assignment(s) from {questions} question(s) "
-            "(give more questions, or --candidates)"
-        )
-    return f"{report.check}: {report.total} of the {options.n} tuples asked for; the candidates ran out: " + "; ".join(
-        why
-    )
-
-
-@dataclass
-class Plan:
-    instantiator: str
-    verify: bool
-    threshold: int
-    judge: str  # model that verifies and scores relevance
-    relevance: str
-    embeddings: str
-    out_dir: Path
-    options: GenerateOptions
-
-
-async def _run(checks: list[Check], pool: list[ForecastingQuestion], plan: Plan, llm_args: LLMArgs):
-    """The reports of the checks generated, and (check, reason) for those that could not be."""
-    reports, skipped = [], []
+async def _run(checks, pool, out_dir: Path, options: GenerateOptions, makers: Makers, llm_args: LLMArgs):
     async with llm_args.client() as llm:
-        inst = LLMInstantiator(llm, llm_args.model) if plan.instantiator == "llm" else TemplateInstantiator()
-        verifier = TupleVerifier(llm, plan.judge, plan.threshold) if plan.verify else None
-        scorer = (llm, plan.judge) if plan.relevance == "llm" else (None, None)
         with Progress() as progress:
-            for check in checks:
-                ranker = None
-                if plan.relevance != "off":
-                    ranker = RelevanceRanker(make_embedder(plan.embeddings, llm), *scorer)
-                task = progress.task(check.class_name, total=plan.options.n)
 
-                def show(r: GenerateReport, task=task) -> None:
+            def track(check):
+                task = progress.task(check.class_name, total=options.n)
+
+                def show(r: GenerateReport) -> None:
                     rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
                     skipped = f", {r.skipped} skipped" if r.skipped else ""
                     task.update(completed=r.total, info=f"{rejected} rejected{skipped}, {llm.stats.calls} calls")
 
-                try:
-                    report = await generate(
-                        check,
-                        pool,
-                        inst,
-                        plan.out_dir,
-                        plan.options,
-                        ranker=ranker,
-                        verifier=verifier,
-                        on_progress=show,
-                    )
-                except ValueError as exc:  # e.g. fewer base questions than the check needs: the others go on
-                    task.update(info="skipped")
-                    skipped.append((check.name, str(exc)))
-                    continue
-                reports.append(report)
+                return show
+
+            made = await generate_checks(checks, pool, out_dir, options, makers, llm, track)
     print_usage(llm.stats)
-    return reports, skipped
+    return made
 
 
 def _print_report(report: GenerateReport) -> None:

@@ -30,6 +30,8 @@ from typer.core import TyperCommand, TyperGroup
 from typer.main import get_command_from_info, get_group
 from typer.models import CommandInfo
 
+from .errors import handle_errors
+
 
 def _no_type_on_flags() -> None:
     """typer 0.2x shows a flag's type (``--json  <bool>``), as if it took a value that a user might copy; a
@@ -92,6 +94,7 @@ class _LazyGroup(TyperGroup):
     """A click group that resolves registered names to real commands on first use."""
 
     lazy: ClassVar[dict[str, LazyEntry]] = {}  # set per app by LazyTyper
+    children: ClassVar[dict[str, dict[str, LazyEntry]]] = {}  # group name -> its subcommands from other modules
     typer_settings: ClassVar[dict[str, object]] = {}
     _listing = False
 
@@ -127,15 +130,22 @@ class _LazyGroup(TyperGroup):
             raise
 
     def load(self, name: str) -> Command:
-        """Import the command ``name`` and add it to the group (once)."""
+        """Import the command ``name`` and add it to the group (once), its errors mapped to exit codes."""
         if name not in self.commands:
             obj = self.lazy[name].load()
             if isinstance(obj, typer.Typer):
+                for sub, entry in self.children.get(name, {}).items():
+                    child = entry.load()
+                    if isinstance(child, typer.Typer):
+                        obj.add_typer(child, name=sub)
+                    else:
+                        obj.command(sub)(child)
+                _handle_errors_of(obj)
                 command: Command = get_group(obj)
                 command.name = name
             else:
                 command = get_command_from_info(
-                    CommandInfo(name=name, callback=obj),  # type: ignore[arg-type]
+                    CommandInfo(name=name, callback=handle_errors(obj)),  # type: ignore[arg-type]
                     pretty_exceptions_short=bool(self.typer_settings.get("pretty_exceptions_short", True)),
                     rich_markup_mode=self.typer_settings.get("rich_markup_mode"),  # type: ignore[arg-type]
                 )
@@ -143,25 +153,39 @@ class _LazyGroup(TyperGroup):
         return self.commands[name]
 
 
+def _handle_errors_of(group: typer.Typer) -> None:
+    """Every command of a Typer group (and of its subgroups) ends through :func:`.errors.handle_errors`."""
+    for info in group.registered_commands:
+        info.callback = handle_errors(info.callback)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _handle_errors_of(sub.typer_instance)
+
+
 class LazyTyper(typer.Typer):
     """A Typer app whose commands can be registered by location, imported only when invoked.
 
     ``app.lazy("score", "score_cmd:score")`` registers function ``score`` of ``consistency/cli/score_cmd.py``
-    as ``cc score``; ``app.lazy("cache", "cache_cmd:app")`` registers a Typer app as a command group.
+    as ``cc score``; ``app.lazy("cache", "cache_cmd:app")`` registers a Typer app as a command group, and
+    ``app.lazy("export forecastbench", "fb_export_cmd:forecastbench")`` a command of that group.
     """
 
     def __init__(self, **kwargs: object) -> None:
         self._lazy: dict[str, LazyEntry] = {}
-        group = type("LazyGroup", (_LazyGroup,), {"lazy": self._lazy, "typer_settings": {}})
+        self._children: dict[str, dict[str, LazyEntry]] = {}
+        group = type("LazyGroup", (_LazyGroup,), {"lazy": self._lazy, "children": self._children, "typer_settings": {}})
         super().__init__(cls=group, **kwargs)  # type: ignore[arg-type]
         group.typer_settings.update(
             pretty_exceptions_short=self.pretty_exceptions_short, rich_markup_mode=self.rich_markup_mode
         )
 
     def lazy(self, name: str, target: str) -> None:
-        if name in self._lazy:
+        """Register ``name`` (``"group sub"``: a subcommand of a lazily registered group) at ``target``."""
+        group, _, sub = name.partition(" ")
+        place, key = (self._children.setdefault(group, {}), sub) if sub else (self._lazy, name)
+        if key in place:
             raise ValueError(f"command {name!r} is registered twice")
-        self._lazy[name] = LazyEntry(target)
+        place[key] = LazyEntry(target)
 
     @property
     def lazy_commands(self) -> dict[str, str]:

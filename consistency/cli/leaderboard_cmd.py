@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from ..accuracy.inputs import ScoreInputError
 from ..accuracy.ranking import METHODS, hold_back_early_closers
 from ..accuracy.ranking import leaderboard as rank
-from .console import err, escape, fmt, out
-from .exits import ExitCode
+from ..errors import InputError
+from .console import err, escape, fmt, questions_of, show, table
 from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
 if TYPE_CHECKING:
@@ -48,52 +45,34 @@ def leaderboard(
     """Rank forecasters, best first (by Brier score, ground-truth summaries are enough); with --forecastbench,
     ForecastBench's leaderboard columns."""
     if forecastbench is not None:
-        from .fb_leaderboard_cmd import forecastbench_leaderboard
-
-        forecastbench_leaderboard(forecastbench, paths or [], fixed_effects=fixed_effects, baselines=baselines,
+        _forecastbench(forecastbench, paths or [], fixed_effects=fixed_effects, baselines=baselines,
                                   bootstrap=bootstrap, seed=seed, all_rounds=all_rounds, as_json=as_json)  # fmt: skip
         return
     if not paths:
-        err.print("[red]error[/red] give the forecasts to rank (files or run directories)")
-        raise typer.Exit(ExitCode.USAGE)
-    try:
-        summaries = [p for p in paths if _summaries_only(p)] if method == "brier" and as_of is None else []
-        rest = [p for p in paths if p not in summaries]
-        standings = _from_summaries(summaries)
-        if rest:
-            table = load_forecasts(rest, duplicates)
-            if as_of is not None:
-                table, held = hold_back_early_closers(table, as_of)
-                if held:
-                    err.print(f"{len(held)} early-closing question(s) held back until their scheduled date")
-            standings += rank(table, method)
-        if summaries:  # only with --method brier: lower is better
-            standings.sort(key=lambda s: (math.isnan(s.score), s.score))
-    except ScoreInputError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+        raise InputError("give the forecasts to rank (files or run directories)")
+    summaries = [p for p in paths if _summaries_only(p)] if method == "brier" and as_of is None else []
+    rest = [p for p in paths if p not in summaries]
+    standings = _from_summaries(summaries)
+    if rest:
+        forecasts = load_forecasts(rest, duplicates)
+        if as_of is not None:
+            forecasts, held = hold_back_early_closers(forecasts, as_of)
+            if held:
+                err.print(f"{len(held)} early-closing question(s) held back until their scheduled date")
+        standings += rank(forecasts, method)
+    if summaries:  # only with --method brier: lower is better
+        standings.sort(key=lambda s: (math.isnan(s.score), s.score))
     chosen = METHODS[method]
-    if as_json:
-        out.print_json(
-            json.dumps(
-                {"method": method, "description": chosen.description, "standings": [s.as_dict() for s in standings]}
-            )
-        )
-        return
-    better = "lower" if chosen.lower_is_better else "higher"
-    grid = Table(title=f"{method} ({better} is better)", caption=chosen.description, caption_justify="left")
-    for col, justify in (
-        ("#", "right"),
-        ("forecaster", "left"),
-        ("score", "right"),
-        ("95% interval", "right"),
-        ("questions", "right"),
-    ):
-        grid.add_column(col, justify=justify)
-    for i, s in enumerate(standings, start=1):
-        interval = "-" if s.low is None else f"[{fmt(s.low)}, {fmt(s.high)}]"
-        grid.add_row(str(i), escape(s.forecaster), fmt(s.score), interval, str(s.n_questions))
-    out.print(grid)
+    rows = [
+        (i, escape(s.forecaster), fmt(s.score), "-" if s.low is None else f"[{fmt(s.low)}, {fmt(s.high)}]",
+         s.n_questions)
+        for i, s in enumerate(standings, start=1)
+    ]  # fmt: skip
+    title = f"{method} ({'lower' if chosen.lower_is_better else 'higher'} is better)"
+    doc = {"method": method, "description": chosen.description, "standings": [s.as_dict() for s in standings]}
+    columns = ("#", "forecaster", "score", "95% interval", "questions")
+    show(doc, as_json, lambda: table(title, columns, rows, left=("forecaster",), caption=chosen.description,
+                                     caption_justify="left"))  # fmt: skip
 
 
 def _summaries_only(path: Path) -> bool:
@@ -115,3 +94,64 @@ def _from_summaries(paths: list[Path]) -> list[Standing]:
         Standing(name, t.brier, *(t.ci95 if t.ci95 is not None else (None, None)), t.questions)
         for name, t in truth.items()
     ]
+
+
+def _forecastbench(
+    questions: str,
+    paths: list[Path],
+    *,
+    fixed_effects: Path | None,
+    baselines: bool,
+    bootstrap: int,
+    seed: int,
+    all_rounds: bool,
+    as_json: bool,
+) -> None:
+    """ForecastBench's leaderboard columns for runs on its questions (``--forecastbench``)."""
+    from ..forecastbench import load
+    from ..forecastbench.fixed_effects import read_fixed_effects
+    from ..forecastbench.forecasts import read_forecasts
+    from ..forecastbench.leaderboard import leaderboard
+
+    pool = (
+        questions_of(questions, strict=False) if questions.endswith(".jsonl") else load([questions]).imported.questions
+    )
+    effects = read_fixed_effects(fixed_effects) if fixed_effects is not None else None
+    runs = [read_forecasts(p) for p in paths]
+    board = leaderboard(pool, runs, baselines=baselines, fixed_effects=effects, bootstrap=bootstrap, seed=seed,
+                        all_rounds=all_rounds)  # fmt: skip
+    for note in board.notes:
+        err.print(f"note: {escape(note)}", soft_wrap=True)
+    doc = {"rounds": board.rounds, "difficulty": board.scale, "bootstrap": bootstrap,
+           "standings": [s.as_forecastbench() for s in board.standings]}  # fmt: skip
+    show(doc, as_json, lambda: _fb_table(board, bootstrap))
+
+
+def _fb_table(board, bootstrap: int):
+    def index(score) -> str:
+        return "-" if math.isnan(score.index) else f"{score.index:.1f}"
+
+    def ci(score) -> str:
+        return "-" if score.low is None else f"[{score.low:.1f}, {score.high:.1f}]"
+
+    def brier(score) -> str:
+        return "-" if math.isnan(score.brier) else f"{score.brier:.3f}"
+
+    scale = "two-way fixed effects of the forecasters given" if board.scale == "fitted" else escape(board.scale)
+    caption = (
+        f"rounds {', '.join(board.rounds)}; difficulty: {scale}; "
+        + (f"95% intervals from {bootstrap} question-bootstrap replicates" if bootstrap else "no intervals")
+        + "; Brier D/M/O: ForecastBench's Brier Dataset/Market/Overall (--json: its column names)"
+    )
+    # ForecastBench's columns, under short headers so that the table fits a terminal.
+    columns = ["Rank", "Model", "Dataset", "N", "95% CI", "Market", "N", "95% CI", "Overall", "N", "95% CI",
+               "Brier D", "Brier M", "Brier O"]  # fmt: skip
+    rows = [
+        (s.rank, escape(s.forecaster), index(s.dataset), s.dataset.n, ci(s.dataset), index(s.market), s.market.n,
+         ci(s.market), index(s.overall), s.overall.n, ci(s.overall), brier(s.dataset), brier(s.market),
+         brier(s.overall))
+        for s in board.standings
+    ]  # fmt: skip
+    title = "ForecastBench leaderboard (Brier Index: 100 perfect, 50 always 0.5; higher is better)"
+    return table(title, columns, rows, left=("Model",), fold=("Model",), no_wrap=True, caption=caption,
+                 caption_justify="left")  # fmt: skip

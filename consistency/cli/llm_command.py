@@ -20,8 +20,7 @@ import typer
 
 from ..llm import LLM, LLMSettings, RunStats
 from . import llm_options as opt
-from .console import err, escape
-from .exits import ExitCode, interrupted_code, terminated
+from .console import err
 
 T = typing.TypeVar("T")
 
@@ -120,34 +119,9 @@ def print_usage(stats: RunStats) -> None:
     )
 
 
-def run_calls(work: Coroutine[Any, Any, T], *, resumable: bool = True) -> T:
-    """``asyncio.run(work)``; an error no retry can fix (a wrong key, an unknown model, an unreachable
-    endpoint) ends the command with its one sentence and exit code 1."""
-    from ..llm.fatal import FatalError
-    from ..locking import InUseError
-    from ..write_errors import cannot_write
+def run_calls(work: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(work)``, with what the bundled local model does (its download, its start) shown meanwhile."""
     from .progress import local_model_status
 
-    try:
-        with local_model_status():  # the bundled model's download and start, said while they happen
-            return asyncio.run(work)
-    except FatalError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        if resumable:
-            err.print("what finished is saved: run the same command again once this is fixed to continue")
-        raise typer.Exit(ExitCode.FAILED) from None
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see exits.install_sigterm)
-        what = "stopped by SIGTERM" if terminated() else "interrupted"
-        err.print(
-            f"[yellow]{what}[/yellow]"
-            + (": what finished is saved; run the same command again to continue" if resumable else "")
-        )
-        raise typer.Exit(interrupted_code()) from None
-    except InUseError as exc:  # another command appends to the same file
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
-    except OSError as exc:  # the output cannot be written (full disk, read-only, file-size limit...)
-        err.print(f"[red]error[/red] {escape(cannot_write(exc))}")
-        if resumable:
-            err.print("what finished is saved: run the same command again once this is fixed to continue")
-        raise typer.Exit(ExitCode.USAGE) from None
+    with local_model_status():
+        return asyncio.run(work)

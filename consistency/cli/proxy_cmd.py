@@ -12,7 +12,6 @@ import typer
 
 from .bounds import positive
 from .console import err, escape, out
-from .exits import ExitCode
 from .table_options import SOURCES_HELP, Duplicates
 
 if TYPE_CHECKING:
@@ -69,27 +68,23 @@ def proxy(
     from ..accuracy.proxy import batch_scores
 
     methods = [m.strip() for m in aggregators.split(",") if m.strip()]
-    try:
-        unknown = sorted(set(methods) - set(AGGREGATORS))
-        if unknown or not methods:
-            raise ScoreInputError(f"--aggregators: unknown {', '.join(unknown)}; choose from {', '.join(AGGREGATORS)}")
-        if batches not in BATCHES:
-            raise ScoreInputError(f"--batches {batches!r}: choose one of {', '.join(BATCHES)}")
-        table = _load(paths, batches, duplicates)
-        F, forecasters, labels, y = _arrays(table)
-        if len(forecasters) < 2:
-            raise ScoreInputError(
-                f"proxy scores compare forecasters with each other: need at least two, got {', '.join(forecasters)}"
-            )
-        params = {"extremized_mean": {"alpha": extremize}, "logit_pool": {"d": logit_d}}
-        raw = batch_scores(F, y, labels, methods, loo=loo, loss=loss, params=params)
-        scores = raw.zscored() if zscore else raw
-        correlations = scores.correlations(bootstrap=bootstrap, seed=seed)
-        order = [b.strip() for b in future.split(",")] if future else None
-        ahead = scores.future(order, bootstrap=bootstrap, seed=seed) if order or len(raw.batches) > 1 else None
-    except ScoreInputError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
+    unknown = sorted(set(methods) - set(AGGREGATORS))
+    if unknown or not methods:
+        raise ScoreInputError(f"--aggregators: unknown {', '.join(unknown)}; choose from {', '.join(AGGREGATORS)}")
+    if batches not in BATCHES:
+        raise ScoreInputError(f"--batches {batches!r}: choose one of {', '.join(BATCHES)}")
+    table = _load(paths, batches, duplicates)
+    F, forecasters, labels, y = _arrays(table)
+    if len(forecasters) < 2:
+        raise ScoreInputError(
+            f"proxy scores compare forecasters with each other: need at least two, got {', '.join(forecasters)}"
+        )
+    params = {"extremized_mean": {"alpha": extremize}, "logit_pool": {"d": logit_d}}
+    raw = batch_scores(F, y, labels, methods, loo=loo, loss=loss, params=params)
+    scores = raw.zscored() if zscore else raw
+    correlations = scores.correlations(bootstrap=bootstrap, seed=seed)
+    order = [b.strip() for b in future.split(",")] if future else None
+    ahead = scores.future(order, bootstrap=bootstrap, seed=seed) if order or len(raw.batches) > 1 else None
     variant = "leave-one-out" if loo else "with self"
     summary = _summary(raw, forecasters, correlations, ahead, variant=variant, zscore=zscore, loss=loss)
     if as_json:

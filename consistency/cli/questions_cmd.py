@@ -4,25 +4,22 @@ and news; their verification and resolution."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..embeddings import make_embedder
-from ..questions import QuestionReport, Window, build_questions, related_titles, synthetic_titles, verify_questions
+from ..questions import QuestionReport, verify_questions
+from ..questions.making import Making, NewsSources, Titling, complete, day, given, synthetic, window
+from ..questions.making import related as related_to
 from ..store.layout import resolved_file
 from .bounds import positive
-from .console import err, escape, out
-from .exits import ExitCode, interrupted_code
-from .fb_import_cmd import app as import_app
-from .generate_cmd import load_questions
+from .console import err, escape, out, questions_of
+from .errors import SAVED, handle_errors
 from .llm_command import LLMArgs, llm_command, print_usage, run_calls, shared_options
 
 app = typer.Typer(help="Make and check base questions for a benchmark.", no_args_is_help=True)
-app.add_typer(import_app, name="import")
 
 
 def _file_out(path: Path | None) -> Path | None:
@@ -46,44 +43,15 @@ Dedupe = Annotated[
     float, typer.Option(min=0, max=1, help="Titles at least this similar (cosine) to a kept one are dropped.")
 ]
 
-
-@dataclass
-class Making:
-    """How new questions are made: their dates, de-duplication and verification."""
-
-    window: Window
-    verify: bool
-    threshold: int
-
-
-@dataclass
-class Titling:
-    n: int
-    embeddings: str
-    dedupe: float
-
-
 making_options = shared_options(
     {"created": (Created, None), "resolve_by": (ResolveBy, "2028-01-01"), "verify": (Verify, True),
      "threshold": (Threshold, 6)},
     "making",
-    lambda v: Making(_window(v["created"], v["resolve_by"]), v["verify"], v["threshold"]),
+    lambda v: Making(window(v["created"], v["resolve_by"]), v["verify"], v["threshold"]),
 )  # fmt: skip
 titling_options = shared_options(
     {"n": (Count, 10), "embeddings": (Embeddings, "auto"), "dedupe": (Dedupe, 0.9)}, "titling", lambda v: Titling(**v)
 )
-
-
-def _window(created: str | None, resolve_by: str) -> Window:
-    try:
-        window = Window(date.fromisoformat(created) if created else date.today(), date.fromisoformat(resolve_by))
-    except ValueError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
-    if window.resolve_by <= window.created:
-        err.print("[red]error[/red] --resolve-by must be after --created")
-        raise typer.Exit(ExitCode.USAGE)
-    return window
 
 
 def _report(report: QuestionReport) -> None:
@@ -95,18 +63,23 @@ def _report(report: QuestionReport) -> None:
         out.print(f"  rejected at {escape(step)}: {count} (reasons in {escape(str(report.rejects_path))})")
 
 
-async def _complete(titles_of, out_path: Path, making: Making, meta: dict, llm_args: LLMArgs) -> QuestionReport:
-    async with llm_args.client() as llm:
-        titles = await titles_of(llm)
-        err.print(f"{len(titles)} distinct title(s); writing bodies and resolution dates")
-        judge = llm_args.model if making.verify else None
-        report = await build_questions(titles, out_path, llm, llm_args.model, making.window, verifier_model=judge,
-                                       threshold=making.threshold, metadata=meta)  # fmt: skip
-    print_usage(llm.stats)
-    return report
+def _make(titles_of, out_path: Path, making: Making, llm_args: LLMArgs, metadata: dict | None = None) -> None:
+    """Titles, then bodies and resolution dates (and verification), with the model's usage said at the end."""
+
+    async def run() -> QuestionReport:
+        async with llm_args.client() as llm:
+            report = await complete(titles_of, out_path, llm, llm_args.model, making, metadata, on_titles=said)
+        print_usage(llm.stats)
+        return report
+
+    def said(count: int) -> None:
+        err.print(f"{count} distinct title(s); writing bodies and resolution dates")
+
+    _report(run_calls(run()))
 
 
 @app.command("synth")
+@handle_errors(after=SAVED)
 @llm_command
 @making_options
 @titling_options
@@ -121,20 +94,14 @@ def synth(
     llm_args: LLMArgs,
 ) -> None:
     """Synthetic questions for a category and tags: titles, de-duplicated, then bodies and resolution dates."""
-    shots = load_questions(examples) if examples else []
+    shots = questions_of(examples) if examples else []
     tag_list = [t.strip() for t in tags.split(",") if t.strip()]
-
-    async def titles_of(llm):
-        return await synthetic_titles(llm, llm_args.model, category=category, tags=tag_list, examples=shots,
-                                      created=str(making.window.created), resolve_by=str(making.window.resolve_by),
-                                      n=titling.n, embedder=make_embedder(titling.embeddings, llm),
-                                      threshold=titling.dedupe)  # fmt: skip
-
-    meta = {"category": category, "tags": tag_list}
-    _report(run_calls(_complete(titles_of, out_path, making, meta, llm_args)))
+    titles = synthetic(llm_args.model, category, tag_list, shots, making, titling)
+    _make(titles, out_path, making, llm_args, {"category": category, "tags": tag_list})
 
 
 @app.command("related")
+@handle_errors(after=SAVED)
 @llm_command
 @making_options
 @titling_options
@@ -148,24 +115,12 @@ def related(
     llm_args: LLMArgs,
 ) -> None:
     """Questions related to one source question (appendix J); then `cc generate --around ID`."""
-    pool = load_questions(questions)
-    source = next((q for q in pool if q.id == source_id), None)
-    if source is None:
-        err.print(f"[red]error[/red] no question with id {escape(source_id)} in {escape(str(questions))}")
-        raise typer.Exit(ExitCode.USAGE)
-
-    async def titles_of(llm):
-        embedder = make_embedder(titling.embeddings, llm)
-        resolve_by = str(making.window.resolve_by)
-        return await related_titles(
-            llm, llm_args.model, source, examples=pool, resolve_by=resolve_by, n=titling.n, embedder=embedder,
-            threshold=titling.dedupe,
-        )  # fmt: skip
-
-    _report(run_calls(_complete(titles_of, out_path, making, {"source_id": source_id}, llm_args)))
+    titles = related_to(llm_args.model, questions_of(questions), source_id, making, titling, str(questions))
+    _make(titles, out_path, making, llm_args, {"source_id": source_id})
 
 
 @app.command("fill")
+@handle_errors(after=SAVED)
 @llm_command
 @making_options
 def fill(
@@ -176,19 +131,11 @@ def fill(
     llm_args: LLMArgs,
 ) -> None:
     """Bodies (resolution criteria) and resolution dates for questions given as titles only."""
-    try:
-        lines = [t.strip() for t in titles.read_text(encoding="utf-8").splitlines() if t.strip()]
-    except OSError as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
-
-    async def titles_of(llm):
-        return lines
-
-    _report(run_calls(_complete(titles_of, out_path, making, {}, llm_args)))
+    _make(given(titles), out_path, making, llm_args)
 
 
 @app.command("verify")
+@handle_errors(after=SAVED)
 @llm_command
 def verify_cmd(
     questions: Annotated[Path, typer.Option("--questions", "-q", help="Questions JSONL to check.")],
@@ -198,7 +145,7 @@ def verify_cmd(
     llm_args: LLMArgs,
 ) -> None:
     """Keep questions that are clear, coherent, precisely resolvable and about real events (score >= threshold)."""
-    pool = load_questions(questions)
+    pool = questions_of(questions)
 
     async def run():
         async with llm_args.client() as llm:
@@ -209,17 +156,12 @@ def verify_cmd(
     _report(run_calls(run()))
 
 
-def _day_option(value: str | None, flag: str):
-    if value is None:
-        return None
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        err.print(f"[red]error[/red] {flag} must be a date YYYY-MM-DD, got {escape(value)!r}")
-        raise typer.Exit(ExitCode.USAGE) from None
-
-
 @app.command("scrape")
+@handle_errors(
+    after=lambda exc, _: (
+        "the questions written stay; --resume carries on" if isinstance(exc, KeyboardInterrupt | OSError) else None
+    )
+)
 def scrape_cmd(
     source: Annotated[str, typer.Argument(help="metaculus, manifold or polymarket.")],
     out_path: Out,
@@ -271,7 +213,8 @@ def scrape_cmd(
 ) -> None:
     """Questions (binary, multiple-choice, numeric, date) from a forecasting platform, appended to --out
     (de-duplicated by source id)."""
-    from ..sources import SOURCES, FatalHTTPError, HttpSettings, ScrapeOptions, scrape
+    from ..errors import InputError
+    from ..sources import SOURCES, HttpSettings, ScrapeOptions, scrape
     from ..sources.scraper import ALL_TYPES
     from .progress import Progress
 
@@ -279,20 +222,16 @@ def scrape_cmd(
     chosen = list(ALL_TYPES) if chosen == ["all"] else chosen
     unknown = [t for t in chosen if t not in ALL_TYPES]
     if unknown or not chosen:
-        err.print(f"[red]error[/red] --types takes {', '.join(ALL_TYPES)} or all, got {escape(types)!r}")
-        raise typer.Exit(ExitCode.USAGE)
+        raise InputError(f"--types takes {', '.join(ALL_TYPES)} or all, got {types!r}")
     if source not in SOURCES:
-        err.print(f"[red]error[/red] unknown source {escape(source)!r}; choose one of {', '.join(SOURCES)}")
-        raise typer.Exit(ExitCode.USAGE)
+        raise InputError(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}")
     if status not in ("resolved", "open", "all"):
-        err.print(f"[red]error[/red] --status must be resolved, open or all, got {escape(status)!r}")
-        raise typer.Exit(ExitCode.USAGE)
+        raise InputError(f"--status must be resolved, open or all, got {status!r}")
     opts = ScrapeOptions(
-        status=status, resolved_after=_day_option(resolved_after, "--resolved-after"),
-        resolved_before=_day_option(resolved_before, "--resolved-before"),
-        created_after=_day_option(created_after, "--created-after"), min_forecasters=min_forecasters,
-        min_volume=min_volume, min_traders=min_traders, search=search, tournament=tournament, min_days=min_days,
-        market_lead_days=market_lead_days, types=tuple(chosen),
+        status=status, resolved_after=day(resolved_after, "--resolved-after"),
+        resolved_before=day(resolved_before, "--resolved-before"), created_after=day(created_after, "--created-after"),
+        min_forecasters=min_forecasters, min_volume=min_volume, min_traders=min_traders, search=search,
+        tournament=tournament, min_days=min_days, market_lead_days=market_lead_days, types=tuple(chosen),
     )  # fmt: skip
     src = SOURCES[source]()
     http = HttpSettings(
@@ -307,25 +246,12 @@ def scrape_cmd(
             info = f"{report.pages} pages, {skipped} skipped, {report.already} already there"
             task.update(completed=report.written, info=info)
 
-        try:
-            report = asyncio.run(
-                scrape(src, out_path, opts, n=n, base_url=base_url, http=http, cache_root=cache_dir, resume=resume,
-                       on_page=on_page)
-            )  # fmt: skip
-        except FatalHTTPError as exc:
-            err.print(f"[red]error[/red] {escape(exc.reason)} ({escape(exc.url)})")
-            raise typer.Exit(ExitCode.FAILED) from None
-        except KeyboardInterrupt:
-            err.print(f"interrupted: the questions written stay in {escape(str(out_path))}; --resume carries on")
-            raise typer.Exit(interrupted_code()) from None
-        except ValueError as exc:  # options the source cannot honour; --out in use by another command
-            err.print(f"[red]error[/red] {escape(str(exc))}")
-            raise typer.Exit(ExitCode.USAGE) from None
-        except OSError as exc:  # --out (or its position file) cannot be written: full, read-only, too big
-            from ..write_errors import cannot_write
+        report = asyncio.run(scrape(src, out_path, opts, n=n, base_url=base_url, http=http, cache_root=cache_dir,
+                                    resume=resume, on_page=on_page))  # fmt: skip
+    _scraped(report, source)
 
-            err.print(f"[red]error[/red] {escape(cannot_write(exc))}; the questions written stay, --resume carries on")
-            raise typer.Exit(ExitCode.USAGE) from None
+
+def _scraped(report, source: str) -> None:
     out.print(
         f"{report.written} new {source} question(s) in {escape(str(report.path))}"
         + (f" ({report.already} already there)" if report.already else "")
@@ -343,6 +269,7 @@ def scrape_cmd(
 
 
 @app.command("news")
+@handle_errors(after=SAVED)
 @llm_command
 def news_cmd(
     out_path: Out,
@@ -372,62 +299,13 @@ def news_cmd(
     llm_args: LLMArgs,
 ) -> None:
     """Forecasting questions about what happens after news articles (paper appendix K), verified."""
-    from ..llm.secrets import optional_key
-    from ..paths import cache_dir
+    from ..questions.making import gather_articles
     from ..questions.news import questions_from_news
-    from ..sources.http import HttpSettings, PageCache, WebClient
-    from ..sources.news import (
-        NEWSAPI_VARIABLE,
-        dedupe_articles,
-        fetch_feeds,
-        fetch_newsapi,
-        load_articles,
-        newsapi_fatal,
-    )
+    from ..sources.news import dedupe_articles
 
-    if not (feed or articles or newsapi):
-        err.print("[red]error[/red] give --feed URL, --articles FILE or --newsapi QUERY")
-        raise typer.Exit(ExitCode.USAGE)
-    pool, problems = [], []
-    if articles:
-        try:
-            loaded, errors = load_articles(articles)
-        except OSError as exc:
-            err.print(f"[red]error[/red] {escape(str(exc))}")
-            raise typer.Exit(ExitCode.USAGE) from None
-        for e in errors[:20]:
-            err.print(f"[red]error[/red] {escape(str(e))}")
-        if errors:
-            raise typer.Exit(ExitCode.USAGE)
-        pool += loaded
-    first = _day_option(days_from, "--from")
-    last = _day_option(days_to, "--to") or first
-    if newsapi and first is None:
-        err.print("[red]error[/red] --newsapi needs --from (and optionally --to)")
-        raise typer.Exit(ExitCode.USAGE)
-    key = optional_key(NEWSAPI_VARIABLE)
-    if newsapi and not key:
-        err.print(
-            f"[red]error[/red] {NEWSAPI_VARIABLE} is not set: export it or put it in a .env file to use --newsapi"
-        )
-        raise typer.Exit(ExitCode.USAGE)
-
-    async def gather_articles():
-        cache = PageCache(cache_dir() / "pages" / "news")
-        if feed:
-            async with WebClient("feeds", HttpSettings(requests_per_minute=60), cache) as web:
-                got, bad = await fetch_feeds(list(feed), web)
-                pool.extend(got)
-                problems.extend(bad)
-        if newsapi:
-            days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-            headers = {"X-Api-Key": key}
-            async with WebClient("newsapi", HttpSettings(requests_per_minute=30), cache, headers, newsapi_fatal) as web:
-                got, bad = await fetch_newsapi(web, newsapi_url, newsapi, days, domains=domains)
-                pool.extend(got)
-                problems.extend(bad)
-
-    asyncio.run(gather_articles())
+    first = day(days_from, "--from")
+    sources = NewsSources(feed or (), articles, newsapi, first, day(days_to, "--to") or first, domains, newsapi_url)
+    pool, problems = asyncio.run(gather_articles(sources))
     for problem in problems:
         err.print(f"[yellow]warning[/yellow] {escape(problem)}")
     kept, dropped = dedupe_articles(pool, dedupe)
@@ -437,8 +315,7 @@ def news_cmd(
         async with llm_args.client() as llm:
             report = await questions_from_news(kept, out_path, llm, llm_args.model, horizon_days=horizon_days,
                                                per_article=per_article, threshold=threshold, span=span,
-                                               rephrase=rephrase,
-                                               verifier_model=verifier_model)  # fmt: skip
+                                               rephrase=rephrase, verifier_model=verifier_model)  # fmt: skip
         print_usage(llm.stats)
         return report
 
@@ -452,6 +329,7 @@ def news_cmd(
 
 
 @app.command("resolve")
+@handle_errors(after=SAVED)
 @llm_command
 def resolve_cmd(
     questions: Annotated[Path, typer.Argument(help="Questions JSONL.")],
@@ -473,13 +351,13 @@ def resolve_cmd(
     from ..jsonl import write_jsonl
     from ..sources.resolve import resolve_questions
 
-    pool = load_questions(questions)
-    day = _day_option(as_of, "--as-of") or date.today()
+    pool = questions_of(questions)
+    as_of_day = day(as_of, "--as-of") or date.today()
     target = out_path or resolved_file(questions)
 
     async def run():
         async with llm_args.client() as llm:
-            result = await resolve_questions(pool, llm, llm_args.model, as_of=day, votes=votes)
+            result = await resolve_questions(pool, llm, llm_args.model, as_of=as_of_day, votes=votes)
         print_usage(llm.stats)
         return result
 

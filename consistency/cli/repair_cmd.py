@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..store.layout import REPAIR_REPORT
-from .console import err, escape, fmt, out
-from .exits import ExitCode, interrupted_code, terminated
+from .console import err, escape, fmt, out, show, table
+from .errors import handle_errors
+from .exits import ExitCode
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from ..repair.report_model import RepairReport
 
+#: Said when a repair stops: the library removes its partial copy, so nothing is half-written.
+UNTOUCHED = "nothing was written (the inputs are untouched); run the command again"
 
+
+@handle_errors(after=lambda exc, _: UNTOUCHED if isinstance(exc, KeyboardInterrupt) else "nothing was written")
 def repair(
     path: Annotated[
         Path,
@@ -70,14 +74,11 @@ def repair(
     squared distance moved; log: by the KL divergence moved, per tuple the arbitrage profit); where questions
     are resolved the realized change is shown."""
     from ..errors import InputError
-    from ..files import DetectionError
-    from ..repair.conflicts import RepairFailed, summary
+    from ..repair.conflicts import summary
     from ..repair.runs import ConflictingForecasts, repair_run
-    from ..repair.sources import NothingToRepair
 
     if score not in ("brier", "log"):
-        err.print(f"[red]error[/red] --score must be brier or log, not {escape(score)}")
-        raise typer.Exit(ExitCode.USAGE)
+        raise InputError(f"--score must be brier or log, not {score}")
     if joint is None:
         joint = score == "brier"
     try:
@@ -98,23 +99,8 @@ def repair(
         for t in exc.described:
             err.print(f"  {t.describe()}", markup=False, soft_wrap=True)
         raise typer.Exit(ExitCode.FAILED) from None
-    except RepairFailed as exc:
-        err.print(f"[red]repair failed[/red]: {escape(str(exc))}; nothing was written")
-        raise typer.Exit(ExitCode.FAILED) from None
-    except NothingToRepair as exc:
-        err.print(f"[red]nothing to repair[/red]: {escape(str(exc))}")
-        raise typer.Exit(ExitCode.FAILED) from None
-    except (InputError, DetectionError, OSError) as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(ExitCode.USAGE) from None
-    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (see exits.install_sigterm): the library removed its partial copy
-        what = "stopped by SIGTERM" if terminated() else "interrupted"
-        err.print(f"[yellow]{what}[/yellow]: nothing was written (the inputs are untouched); run the command again")
-        raise typer.Exit(interrupted_code()) from None
-    if as_json:
-        out.print_json(json.dumps(report.model_dump(mode="json")))
-    else:
-        out.print(render_table(report))
+    show(report.model_dump(mode="json"), as_json, lambda: render_table(report))
+    if not as_json:
         _notes(report)
     if report.errors:
         err.print(f"[yellow]{len(report.errors)} line error(s) left out[/yellow] (all listed in {REPAIR_REPORT}):")
@@ -124,41 +110,18 @@ def repair(
 
 
 def render_table(report: RepairReport) -> Table:
-    from rich.table import Table
-
+    """Per check: tuples, distance moved, guaranteed gain, violations and Brier scores before and after."""
     guaranteed = "guaranteed gain" if report.score == "brier" else "guaranteed gain (nats)"
-    table = Table(title=f"Repair ({report.method}; no model calls; arbitrage and log in nats)")
     columns = ("check", "tuples", "moved", guaranteed, "violation before", "after", "resolved", "Brier before", "after")
-    for col in columns:
-        table.add_column(col, justify="left" if col == "check" else "right")
-    for c in report.checks:
+
+    def cells(name: str, c, gain: str) -> list[object]:
         r = c.realized
-        table.add_row(
-            c.check,
-            str(c.tuples),
-            fmt(c.moved),
-            "(whole graph)" if report.joint else fmt(c.guaranteed),
-            fmt(c.violation_before),
-            fmt(c.violation_after),
-            str(r.n),
-            fmt(r.brier_before),
-            fmt(r.brier_after),
-        )
-    t = report.total
-    table.add_section()
-    table.add_row(
-        "total",
-        str(t.tuples),
-        fmt(t.moved),
-        fmt(t.guaranteed),
-        fmt(t.violation_before),
-        fmt(t.violation_after),
-        str(t.realized.n),
-        fmt(t.realized.brier_before),
-        fmt(t.realized.brier_after),
-        style="bold",
-    )
-    return table
+        return [name, c.tuples, fmt(c.moved), gain, fmt(c.violation_before), fmt(c.violation_after), r.n,
+                fmt(r.brier_before), fmt(r.brier_after)]  # fmt: skip
+
+    rows = [cells(c.check, c, "(whole graph)" if report.joint else fmt(c.guaranteed)) for c in report.checks]
+    total = cells("total", report.total, fmt(report.total.guaranteed))
+    return table(f"Repair ({report.method}; no model calls; arbitrage and log in nats)", columns, rows, total=total)
 
 
 def _notes(report: RepairReport) -> None:

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from .console import err, escape, fmt, out
+from ..errors import InputError
+from .console import escape, fmt, out, table
 from .progress import working
 
 
@@ -48,34 +49,18 @@ def report(
     """Write an HTML report: summary, consistency, accuracy and (for several runs) comparison, with figures."""
     import time
 
-    from ..accuracy.inputs import ScoreInputError
-    from ..errors import InputError
-    from ..evaluation.scoring import ScoringError
-    from ..files import DetectionError
-    from ..report import ReportInputError, make_report
+    from ..report import make_report
 
     start = time.perf_counter()
-    try:
-        with working(f"reading {len(paths)} path(s) and drawing the figures"):
-            result = make_report(paths, out_file, top=top, png_dir=png, title=title)
-    except (InputError, ReportInputError, ScoringError, ScoreInputError, DetectionError) as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
-    except OSError as exc:
-        from ..write_errors import cannot_read
-
-        err.print(f"[red]error[/red] {escape(cannot_read(exc))}")
-        raise typer.Exit(2) from None
+    with working(f"reading {len(paths)} path(s) and drawing the figures"):
+        result = make_report(paths, out_file, top=top, png_dir=png, title=title)
     if diff:
         _add_diff(paths, result.path)
     if repair or arbitrage_run is not None:
         _add_repair(paths[0], arbitrage_run, result.path)
     for run in result.runs:
-        problems = []
-        if run.n_failures:
-            problems.append(f"{run.n_failures} failed question(s)")
-        if run.n_unscorable:
-            problems.append(f"{run.n_unscorable} unscorable line(s)")
+        problems = [f"{run.n_failures} failed question(s)"] if run.n_failures else []
+        problems += [f"{run.n_unscorable} unscorable line(s)"] if run.n_unscorable else []
         note = f" [yellow]({', '.join(problems)})[/yellow]" if problems else ""
         out.print(f"{escape(run.name)}: {escape(run.source)}, {escape(str(run.path))}{note}")
     if result.figures:
@@ -86,43 +71,38 @@ def report(
     )
 
 
+def _path(spec: str) -> str:
+    """The path of a ``NAME=PATH`` argument (a path that exists as given is a path, ``=`` and all)."""
+    return spec.split("=", 1)[1] if "=" in spec and not Path(spec).exists() else spec
+
+
 def _add_diff(paths: list[str], page: Path) -> None:
     from ..evaluation.diff import diff_runs
     from ..report.diff_section import add_to_report, diff_html
 
     if len(paths) != 2:
-        err.print(f"[red]error[/red] --diff compares two runs; {len(paths)} PATH(s) given")
-        raise typer.Exit(2)
-    a, b = (p.split("=", 1)[1] if "=" in p and not Path(p).exists() else p for p in paths)
-    try:
-        add_to_report(page, diff_html(diff_runs(a, b)))
-    except (ValueError, OSError) as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        raise InputError(f"--diff compares two runs; {len(paths)} PATH(s) given")
+    add_to_report(page, diff_html(diff_runs(*map(_path, paths))))
 
 
 def _add_repair(first: str, arbitrage_run: Path | None, page: Path) -> None:
-    from ..repair.sources import RepairInputError
     from ..report.diff_section import add_to_report
     from ..report.repair_section import compare_repairs, repair_html
 
-    base = first.split("=", 1)[1] if "=" in first and not Path(first).exists() else first
     try:
-        result = compare_repairs(base, arbitrage_run)
-        add_to_report(page, repair_html(result))
-    except (RepairInputError, ValueError, OSError) as exc:
-        err.print(f"[red]error[/red] --repair: {escape(str(exc))}")
-        raise typer.Exit(2) from None
-    from rich.table import Table
-
-    table = Table(title="Repair versus ArbitrageForecaster (violations in nats; lower is better)")
-    table.add_column("")
-    for c in result.contenders:
-        table.add_column(escape(c.name), justify="right", overflow="fold")
-    table.add_row("mean violation", *[fmt(c.overall) for c in result.contenders])
-    table.add_row("Brier where resolved", *[fmt(c.brier) for c in result.contenders])
-    table.add_row("resolved forecasts", *[str(c.resolved) for c in result.contenders])
-    table.add_row("model calls", *["-" if c.calls is None else str(c.calls) for c in result.contenders])
-    out.print(table)
+        result = compare_repairs(_path(first), arbitrage_run)
+    except InputError as exc:
+        raise InputError(f"--repair: {exc}") from None
+    add_to_report(page, repair_html(result))
+    rows = [
+        ("mean violation", *[fmt(c.overall) for c in result.contenders]),
+        ("Brier where resolved", *[fmt(c.brier) for c in result.contenders]),
+        ("resolved forecasts", *[c.resolved for c in result.contenders]),
+        ("model calls", *["-" if c.calls is None else c.calls for c in result.contenders]),
+    ]
+    names = [escape(c.name) for c in result.contenders]
+    out.print(
+        table("Repair versus ArbitrageForecaster (violations in nats; lower is better)", ["", *names], rows, fold=names)
+    )
     for note in result.notes:
         out.print(f"[yellow]note[/yellow]: {escape(note)}")

@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
-from ..checks import UnknownCheckError
-from ..files import DetectionError, validate_file
+from ..errors import InputError
+from ..files import validate_file
 from .console import err, escape, out
+from .errors import report as report_error
 from .exits import ExitCode
 
 
@@ -43,9 +44,8 @@ def validate(
     for path in files:
         try:
             report = validate_file(path, check)
-        except (DetectionError, UnknownCheckError, OSError) as exc:
-            err.print(f"[red]error[/red] {escape(str(exc))}")
-            failed = True
+        except (InputError, OSError) as exc:  # one file that cannot be read: said, and the others still checked
+            failed = bool(report_error(exc))
             continue
         what = f"{report.info.kind}" + (f" of {report.info.check.name}" if report.info.check else "")
         if report.errors:

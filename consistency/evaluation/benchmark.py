@@ -13,6 +13,7 @@ import numpy as np
 
 from ..checks import Check, all_checks, get_check
 from ..datasets import benchmark_dir
+from ..errors import InputError
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
 from ..models import ForecastingQuestion, ForecastLine
@@ -55,16 +56,16 @@ def load_benchmark(
     try:
         paths = forecast_files([source or bundled_tuples()])
     except ScoringError as exc:
-        raise ValueError(str(exc).replace("forecast files", "tuple files")) from None
+        raise InputError(str(exc).replace("forecast files", "tuple files")) from None
     sets: dict[str, TupleSet] = {}
     for path in paths:
         info = detect(path)
         if info.kind not in (FileKind.TUPLES, FileKind.FORECASTS) or info.check is None:
-            raise ValueError(f"{path}: holds {info.kind}, not tuples of a check")
+            raise InputError(f"{path}: holds {info.kind}, not tuples of a check")
         if wanted is not None and info.check.name not in wanted:
             continue
         if info.check.class_name in sets:
-            raise ValueError(f"{path}: a second file of {info.check.name} tuples; give one file per check")
+            raise InputError(f"{path}: a second file of {info.check.name} tuples; give one file per check")
         ts = TupleSet(info.check, path)
         for number, item in validate_lines(info):
             if isinstance(item, list):
@@ -84,9 +85,9 @@ def load_benchmark(
     if wanted is not None:
         missing = wanted - {ts.check.name for ts in sets.values()}
         if missing:
-            raise ValueError(f"no tuples for {', '.join(sorted(missing))} in {source or 'the bundled benchmark'}")
+            raise InputError(f"no tuples for {', '.join(sorted(missing))} in {source or 'the bundled benchmark'}")
     if sets and not any(ts.tuples for ts in sets.values()):
-        raise ValueError(
+        raise InputError(
             nothing_usable("tuple", source or "the bundled benchmark", [e for ts in sets.values() for e in ts.errors])
         )
     order = {c.class_name: i for i, c in enumerate(all_checks())}
@@ -97,7 +98,7 @@ def nothing_usable(what: str, source: str | Path, errors: Sequence[LineError]) -
     """One sentence for input of which no line can be used: how many lines were bad, and the first reason."""
     lines = len({(e.path, e.line) for e in errors})
     if not lines:
-        return f"{source}: no {what} in it"
+        return f"{source}: no {what} in it (it is empty)"
     first = f" (first: {errors[0]})" if errors else ""
     return f"{source}: no usable {what}, all {lines} line(s) are invalid{first}; `cc validate {source}` lists them"
 
@@ -113,9 +114,9 @@ def sample_in_order(items: list[T], limit: int | None, rng: np.random.Generator)
 def check_sample(limit: int | None, seed: int) -> None:
     """A ``limit`` of at least 1 and a seed of 0 or more, else one sentence (not numpy's "negative dimensions")."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, Integral) or limit < 1):
-        raise ValueError(f"limit must be a whole number of at least 1 (or None for all), got {limit!r}")
+        raise InputError(f"limit must be a whole number of at least 1 (or None for all), got {limit!r}")
     if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
-        raise ValueError(f"seed must be a whole number of 0 or more, got {seed!r}")
+        raise InputError(f"seed must be a whole number of 0 or more, got {seed!r}")
 
 
 def fingerprint(sets: Sequence[TupleSet]) -> str:

@@ -180,7 +180,7 @@ def read_run_scores(path: str | Path, metric: str = "default") -> RunScores:
     if run is None or not run.files or run.kind is RunKind.ATTACK:
         raise DiffInputError(f"{root}: neither <Checker>.jsonl files nor {GROUND_TRUTH}; not a run directory")
     if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
+        raise DiffInputError(f"unknown metric {metric!r} (metrics: {', '.join(METRICS)})")
     params = meta.part("parameters", ScoreParams)
     groups, skipped = {}, []
     for file in sorted(run.files, key=lambda f: f.path.name):  # by file name, as cc diff always listed them

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checks import Check
+from ..errors import InputError
 from ..forecasters import Forecaster, load_forecaster
 from .asking import Ask, RunOptions
 from .benchmark import load_benchmark
@@ -31,7 +32,7 @@ from .dry import DryLLM, ModelTally, as_dict
 log = logging.getLogger(__name__)
 
 
-class EstimateError(ValueError):
+class EstimateError(InputError):
     """A run that cannot be estimated without calling a model (the reason is the message)."""
 
 

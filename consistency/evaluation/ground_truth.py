@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..accuracy.proper import brier, expected_calibration_error, log_loss, murphy_decomposition
+from ..errors import InputError
 from ..files import FileKind, detect, validate_lines
 from ..forecasters import Forecaster
 from ..jsonl import LineError, write_json, write_jsonl
@@ -21,6 +22,9 @@ from .benchmark import check_sample, nothing_usable, sample_in_order
 from .rundir import RunDir
 from .runner import EvaluationResult, reopen_run, start_run, with_cap
 
+#: How a line that reuses another question's id is said (the first question is kept).
+REPEATED_ID = "repeats the id of line"
+
 
 def load_questions(
     path: str | Path, limit: int | None = None, seed: int = 0
@@ -29,7 +33,7 @@ def load_questions(
     check_sample(limit, seed)
     info = detect(path)
     if info.kind not in (FileKind.QUESTIONS, FileKind.GROUND_TRUTH):
-        raise ValueError(f"{path}: holds {info.kind}; --questions needs a questions file")
+        raise InputError(f"{path}: holds {info.kind}; --questions needs a questions file")
     questions, errors, seen = [], [], set()
     first_line: dict[str, int] = {}  # id -> the line that used it first
     for number, item in validate_lines(info):
@@ -40,13 +44,32 @@ def load_questions(
         if question_key(q) in seen:
             continue  # the same question again: one forecast serves both
         if q.id in first_line:  # another question under a used id: its results could not be told apart
-            why = f"repeats the id of line {first_line[q.id]} with another question; the first is kept"
+            why = f"{REPEATED_ID} {first_line[q.id]} with another question; the first is kept"
             errors.append(LineError(str(info.path), number, "id", why))
             continue
         seen.add(question_key(q))
         first_line[q.id] = number
         questions.append(q)
     return sample_in_order(questions, limit, np.random.default_rng(seed)), errors
+
+
+def read_questions(path: str | Path, strict: bool = True) -> tuple[list[ForecastingQuestion], list[LineError]]:
+    """The questions of ``path`` (a questions or ground-truth file, or a ``paper:NAME``/``hf://`` reference) and
+    the lines left out with their reasons. ``strict``: an invalid line is an :class:`InputError` naming it (only a
+    reused id is left out, the first question kept), for commands that build on every question they are given.
+    A file with no usable question is an :class:`InputError` either way."""
+    from ..sources.paper import dataset_path
+
+    path = dataset_path(path)
+    questions, errors = load_questions(path)
+    invalid = [e for e in errors if not e.message.startswith(REPEATED_ID)] if strict else []
+    if invalid:
+        lines = len({e.line for e in invalid})
+        more = f" (and {lines - 1} more invalid line(s); `cc validate {path}` lists them)" if lines > 1 else ""
+        raise InputError(f"{invalid[0]}{more}")
+    if not questions:
+        raise InputError(nothing_usable("question", path, errors))
+    return questions, errors
 
 
 def evaluate_questions(
@@ -64,7 +87,7 @@ def evaluate_questions(
     :func:`~consistency.evaluation.evaluate`)."""
     items, errors = load_questions(questions, limit, seed)
     if not items:
-        raise ValueError(nothing_usable("question", questions, errors))
+        raise InputError(nothing_usable("question", questions, errors))
     options = with_cap(options or RunOptions(), max_cost)
     meta = {"kind": "ground_truth", "questions_file": str(questions), "limit": limit, "seed": seed}
     loaded, run = start_run(forecaster, forecaster_options, out, Path(questions).stem, options, meta)

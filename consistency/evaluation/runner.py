@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from ..checks import Check
+from ..errors import InputError
 from ..forecasters import Forecaster, Occurrence, load_forecaster
 from ..forecasters.loading import load_recorded
 from ..jsonl import LineError, atomic_write, dump_line
@@ -82,9 +83,9 @@ def with_cap(options: RunOptions, max_cost: float | None) -> RunOptions:
     if cap is None:
         return options
     if isinstance(cap, bool) or not isinstance(cap, int | float) or not math.isfinite(cap) or cap < 0:
-        raise ValueError(f"max_cost must be a number of USD, 0 or more, got {cap!r}")
+        raise InputError(f"max_cost must be a number of USD, 0 or more, got {cap!r}")
     if options.llm.batch:
-        raise ValueError(
+        raise InputError(
             "a spending cap cannot stop batched requests, which are all sent before the first answer is priced; "
             "estimate the cost first (cc evaluate --dry-run, consistency.evaluation.estimate) and drop --batch "
             "or --max-cost"

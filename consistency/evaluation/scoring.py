@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import __version__
 from ..checks import Check, all_checks
-from ..errors import InputError
+from ..errors import InputError, RunFailed
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LFS_MESSAGE, LineError, atomic_write, dump_line, iter_json_lines, write_json
 from ..metrics import MetricStats
@@ -107,8 +107,10 @@ class ScoringError(InputError):
     """Forecasts that cannot be scored as asked; one sentence naming the file."""
 
 
-class NothingToScore(ScoringError):
+class NothingToScore(ScoringError, RunFailed):
     """A run directory whose forecast files are all empty (a run that stopped before any forecast)."""
+
+    heading = "no line could be scored"  # how ``cc`` heads its sentence
 
 
 @dataclass(frozen=True)

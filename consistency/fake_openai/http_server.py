@@ -24,6 +24,8 @@ from http import HTTPStatus
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
+from ..errors import InputError, RunFailed
+
 try:
     import h11
 except ImportError:  # pragma: no cover - h11 is only needed to serve, not to build rules
@@ -46,7 +48,7 @@ _READ_SIZE = 65536
 _MAX_BODY = 256 * 1024 * 1024  # a 200 MB batch upload fits; absurd bodies are refused, not buffered forever
 
 
-class HTTPError(Exception):
+class HTTPError(InputError):
     """A request the server refuses; turned into an OpenAI-style error response."""
 
     def __init__(
@@ -79,7 +81,7 @@ def json_response(status: int, obj: Any, headers: list[tuple[str, str]] | None =
     return Response(status, json.dumps(obj).encode("utf-8"), headers or [])
 
 
-class Drop(Exception):
+class Drop(RunFailed):
     """Close the connection without answering (a dropped connection, or a client that left)."""
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from ..errors import InputError
 from ..jsonl import LFS_MESSAGE, LFS_POINTER, TOO_DEEP, parse_json
 
 MARKET_SOURCES = ("infer", "manifold", "metaculus", "polymarket")
@@ -27,7 +28,7 @@ NA = "N/A"
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
-class ForecastBenchError(ValueError):
+class ForecastBenchError(InputError):
     """A file that cannot be read as a ForecastBench file at all (one sentence, naming it)."""
 
 

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
+from ..errors import Interrupted, RunFailed
 from ..llm import LLM, LLMSettings
 from ..llm.fatal import FATAL_AFTER, FatalError
 from ..llm.secrets import redact
@@ -46,7 +47,7 @@ from ..models import (
 log = logging.getLogger(__name__)
 
 
-class ForecastError(Exception):
+class ForecastError(RunFailed):
     """A forecaster could not produce a forecast; ``raw`` keeps what the model said, if anything."""
 
     def __init__(self, reason: str, raw: str | None = None) -> None:
@@ -54,7 +55,7 @@ class ForecastError(Exception):
         self.raw = raw
 
 
-class CallsStopped(Exception):
+class CallsStopped(Interrupted):
     """No more model calls are made in this run (a spending cap was reached): the question that needed one is
     left unasked, not recorded as failed, so a resume asks it. Raised by the run's LLM client."""
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
+from ..errors import InputError
 from ..llm.secrets import redact
 from ..llm.specs import ModelSpecError, known_models, parse_model_spec
 from .base import Forecaster, sync_forecast_problem
@@ -35,7 +36,7 @@ _REGISTRY: dict[str, type[Forecaster]] = {}
 BARE_LOCAL = "logprob"
 
 
-class ForecasterSpecError(ValueError):
+class ForecasterSpecError(InputError):
     """A ``--forecaster`` or ``-F`` value that cannot be turned into a forecaster (keys in it are scrubbed)."""
 
     def __init__(self, message: str) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from ..checks import Check, chain_fields
+from ..errors import InputError
 from ..models import ForecastingQuestion
 from .tuples import assemble_tuple
 
@@ -49,7 +50,7 @@ _REPORTED = re.compile(
 NO_HORIZON = "no 'by DATE' deadline the horizon template can move"
 
 
-class NoHorizon(ValueError):
+class NoHorizon(InputError):
     """The question has no "by DATE" deadline the template can move (the model instantiator can try)."""
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from ..checks import Check, chain_fields
 from ..checks.logic import And, Formula, Given, Not, Or, Var
+from ..errors import RunFailed
 from ..llm import LLM, LLMResult
 from ..models import ForecastingQuestion
 from ..prompts import question_block, render
@@ -30,7 +31,7 @@ class FieldText(BaseModel):
     body: str = Field(min_length=20, description="Complete resolution criteria, carried over from the base questions.")
 
 
-class InstantiationError(RuntimeError):
+class InstantiationError(RunFailed):
     """A field the model did not write (after the LLM layer's retries and re-asks)."""
 
     def __init__(self, field: str, result: LLMResult) -> None:

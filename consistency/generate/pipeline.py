@@ -133,6 +133,7 @@ async def generate(
             return await _make(check, instantiator, verifier, r)
 
         running: set[asyncio.Task] = set()
+        launched: dict[asyncio.Task, int] = {}  # task -> its place in the ranking
         tried = 0
         while True:
             # Keep enough in flight to fill the missing tuples at the acceptance rate seen so far, so the
@@ -143,7 +144,9 @@ async def generate(
                 r = next(todo, None)
                 if r is None:
                     break
-                running.add(asyncio.ensure_future(one(r)))
+                task = asyncio.ensure_future(one(r))
+                running.add(task)
+                launched[task] = len(launched)
             if not running:
                 break
             if report.total >= options.n:  # done: what is still in flight is surplus, not waited for
@@ -152,7 +155,8 @@ async def generate(
                 await asyncio.gather(*running, return_exceptions=True)
                 break
             finished, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in finished:
+            # in ranking order: a set's order follows memory addresses, which differ between versions of the code
+            for task in sorted(finished, key=launched.__getitem__):
                 step, line = task.result()
                 tried += 1
                 if step == "accepted":

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..checks import Check
 from ..checks.logic import Var
+from ..errors import InputError
 from ..models import ForecastingQuestion, tuple_model
 
 log = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ def choose_bases(
     """
     k = len(names)
     if len(questions) < k:
-        raise ValueError(f"need at least {k} base questions, got {len(questions)}")
+        raise InputError(f"need at least {k} base questions, got {len(questions)}")
     groups: dict[Any, list[int]] = {}
     for i, q in enumerate(questions):
         key = (q.metadata or {}).get(group_key) if group_key else None
@@ -194,7 +195,7 @@ def choose_around(
     if len(names) == 1:
         return [{names[0]: source}]
     if len(pool) < len(names) - 1:
-        raise ValueError(f"need at least {len(names) - 1} related questions besides the source, got {len(pool)}")
+        raise InputError(f"need at least {len(names) - 1} related questions besides the source, got {len(pool)}")
     seen: set[tuple[int, ...]] = set()
     out: list[dict[str, ForecastingQuestion]] = []
     attempts = 0

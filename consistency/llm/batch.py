@@ -399,17 +399,17 @@ class BatchCollector:
             breaker.failure(exc, self.spec)
             return transient(exc) and breaker.reason is None
 
+        async def counted() -> Any:
+            self.progress.http_requests += 1
+            return await call()
+
         try:
-            async for attempt in self.llm.retrying(retry=retry):
-                with attempt:
-                    self.progress.http_requests += 1
-                    return await call()
+            return await self.llm.retried(counted, retry=retry)
         except Exception as exc:
             if breaker.reason is not None:
                 raise BatchFailure(breaker.reason) from None
             diagnosis = diagnose(exc, self.spec)
             raise BatchFailure(f"batch {what} failed: {diagnosis.sentence if diagnosis else describe(exc)}") from None
-        raise AssertionError("unreachable")
 
     def _note(self, local: str, **fields: Any) -> None:
         self._count(self.journal.write(local, **fields))

@@ -13,8 +13,10 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import openai
 
+from ..errors import InputError, RunFailed
 from ..jsonl import LineError, cut_torn_tail, iter_json_lines
 from ..paths import cache_dir
 from ..store.layout import BATCHES
@@ -62,9 +64,9 @@ def read_batches(path: str | Path) -> dict[str, dict[str, Any]]:
         if isinstance(obj, LineError):
             if i == len(lines) - 1:
                 break
-            raise ValueError(f"{path}:{number}: not a batch record ({obj.message})")
+            raise InputError(f"{path}:{number}: not a batch record ({obj.message})")
         if "id" not in obj:
-            raise ValueError(f"{path}:{number}: not a batch record (no id)")
+            raise InputError(f"{path}:{number}: not a batch record (no id)")
         records.setdefault(obj["id"], {}).update(obj)
     return records
 
@@ -102,8 +104,11 @@ async def update_batches(path: str | Path, cancel: bool = False, only: str | Non
         batch_id = record.get("batch_id")
         if not batch_id or record.get("state") in FINAL or (only and only not in (batch_id, record["id"])):
             continue
-        async with _api_for(record["endpoint"]) as api:
-            batch = await (api.batches.cancel(batch_id) if cancel else api.batches.retrieve(batch_id))
+        try:
+            async with _api_for(record["endpoint"]) as api:
+                batch = await (api.batches.cancel(batch_id) if cancel else api.batches.retrieve(batch_id))
+        except (openai.APIError, httpx2.HTTPError) as exc:  # the provider could not be asked: one sentence
+            raise RunFailed(f"cannot reach the Batch API: {redact(str(exc))}") from None
         counts = batch.request_counts.model_dump() if batch.request_counts else record.get("counts")
         journal.write(record["id"], state=batch.status, counts=counts)
     return list(journal.records.values())

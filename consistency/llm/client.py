@@ -18,7 +18,7 @@ import logging
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,7 +26,6 @@ import httpx2
 import openai
 from instructor.core import IncompleteOutputException
 from pydantic import BaseModel, ValidationError
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from ..paths import cache_root
 from ..write_errors import cannot_write
@@ -39,7 +38,7 @@ from .fatal import Breaker, FatalError, diagnose, host_of
 from .ledger import LEDGER, Ledger, batched
 from .logprobs import MAX_TOP_LOGPROBS, NextToken, next_token
 from .models import LLMResult, LLMSettings
-from .retry import backoff
+from .retry import backoff, retried
 from .secrets import redact
 from .specs import ModelSpec, parse_model_spec
 from .structured import ValidationFailed, ask_structured, cached_schema, cut, plan, raw_text, total_usage
@@ -259,22 +258,21 @@ class LLM:
             refused = self._over_budget()
             if refused is not None:
                 return refused
-            # the policy of :meth:`retrying`, as a plain loop: tenacity's machinery cost a tenth of
-            # the client's CPU per call when tens of thousands of calls wait for a batch
-            while True:
-                attempts += 1
-                try:
-                    result = await self._attempt(ep, messages, response_model, params, attempts)
-                    break
-                except Exception as exc:
-                    last = attempts >= self.settings.max_attempts  # no retry to confirm it: count it as is
-                    if self._retryable(exc, ep.spec, None if last else attempts) and not last:
-                        self._count_retry(exc, attempts)
-                        await asyncio.sleep(self._pause(exc, attempts))
-                        continue
-                    # retries exhausted, or an error that retrying cannot fix
-                    diagnosis = diagnose(exc, ep.spec)
-                    return LLMResult(None, error=diagnosis.sentence if diagnosis else describe(exc), attempts=attempts)
+            last = self.settings.max_attempts
+
+            async def attempt(n: int) -> LLMResult:
+                nonlocal attempts
+                attempts = n
+                return await self._attempt(ep, messages, response_model, params, n)
+
+            try:  # the last failure is counted as it is (no retry confirms it): the breaker sees no attempt number
+                result = await retried(
+                    attempt, last, lambda exc, n: self._retryable(exc, ep.spec, None if n >= last else n),
+                    self._pause, self._count_retry,
+                )  # fmt: skip
+            except Exception as exc:  # retries exhausted, or an error that retrying cannot fix
+                diagnosis = diagnose(exc, ep.spec)
+                return LLMResult(None, error=diagnosis.sentence if diagnosis else describe(exc), attempts=attempts)
         self.breaker.success(ep.spec)
         result.attempts = attempts
         return result
@@ -379,22 +377,19 @@ class LLM:
             cut, limit = again, again.truncated_at or room
         return LLMResult(None, error=f"answer truncated at {limit} tokens", raw=cut.raw, usage=cut.usage)
 
-    def retrying(
-        self, spec: ModelSpec | None = None, retry: Callable[[BaseException], bool] | None = None
-    ) -> AsyncRetrying:
-        """Retries of transient errors (429, 5xx, timeouts), with the server's hint or backoff.
+    async def retried(
+        self, call: Callable[[], Awaitable[T]], spec: ModelSpec | None = None,
+        retry: Callable[[BaseException], bool] | None = None,
+    ) -> T:  # fmt: skip
+        """``await call()``, with transient errors (429, 5xx, timeouts) retried after the server's hint or backoff.
 
         With ``spec``, every failed attempt is shown to the breaker, which ends the retries of an
         endpoint that cannot be reached at all; ``retry`` replaces the test of whether an attempt is
         retried (the batch collector's, which also knows endpoints without a Batch API).
         """
-
-        return AsyncRetrying(
-            stop=stop_after_attempt(self.settings.max_attempts),
-            wait=self._wait,
-            retry=retry_if_exception(retry or (lambda exc: self._retryable(exc, spec))),
-            reraise=True,
-            before_sleep=self._before_retry,
+        worth = retry or (lambda exc: self._retryable(exc, spec))
+        return await retried(
+            lambda _: call(), self.settings.max_attempts, lambda exc, _: worth(exc), self._pause, self._count_retry
         )
 
     def _retryable(self, exc: BaseException, spec: ModelSpec | None, attempt: int | None = None) -> bool:
@@ -412,18 +407,12 @@ class LLM:
         self.cost_limit_reached = True
         return LLMResult(None, error=f"cost limit of ${limit:g} reached; call not made")
 
-    def _wait(self, state: RetryCallState) -> float:
-        return self._pause(state.outcome.exception() if state.outcome else None, state.attempt_number)
-
     def _pause(self, exc: BaseException | None, attempt: int) -> float:
         """Seconds before the next attempt: none after a first attempt lost in transit (timed out, dropped,
         unreadable: :func:`~.errors.lost_in_transit`), else the server's hint or jittered backoff."""
         if attempt == 1 and exc is not None and lost_in_transit(exc):
             return 0.0
         return backoff(exc, attempt, self.settings.max_backoff)
-
-    def _before_retry(self, state: RetryCallState) -> None:
-        self._count_retry(state.outcome.exception() if state.outcome else None, state.attempt_number)
 
     def _count_retry(self, exc: BaseException | None, attempt: int) -> None:
         self.stats.retries += 1

@@ -25,7 +25,7 @@ class EmbeddingLayer(Protocol):
 
     async def endpoint(self, model: str | ModelSpec) -> Any: ...
 
-    def retrying(self) -> Any: ...
+    async def retried(self, call: Any, spec: Any = None) -> Any: ...
 
 
 async def embed_texts(llm: EmbeddingLayer, model: str | ModelSpec, texts: Sequence[str]) -> list[list[float]]:
@@ -44,12 +44,13 @@ async def embed_texts(llm: EmbeddingLayer, model: str | ModelSpec, texts: Sequen
         batch = missing[start : start + BATCH]
         async with ep.semaphore:
             llm.breaker.check()
+
+            async def call(batch: list[int] = batch) -> Any:
+                llm.stats.calls += 1
+                return await ep.pick()[0].embeddings.create(model=ep.model, input=[texts[i] for i in batch])
+
             try:
-                async for attempt in llm.retrying(ep.spec):
-                    with attempt:
-                        llm.stats.calls += 1
-                        batch_texts = [texts[i] for i in batch]
-                        response = await ep.pick()[0].embeddings.create(model=ep.model, input=batch_texts)
+                response = await llm.retried(call, ep.spec)
             except Exception:
                 llm.breaker.check()  # a wrong key or model: the one-sentence reason, not the raw error
                 raise

@@ -12,11 +12,12 @@ import json
 import httpx2
 import openai
 
+from ..errors import RunFailed
 from .retry import transient_status
 from .secrets import redact
 
 
-class BatchFailure(RuntimeError):
+class BatchFailure(RunFailed):
     """A request its batch could not answer (cancelled, expired too often, a batch that failed):
     recorded as the call's error; retrying it at once would not help."""
 

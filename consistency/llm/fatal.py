@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 
+from ..errors import RunFailed
 from .errors import connect_cause
 from .secrets import redact
 from .specs import ModelSpec
@@ -33,7 +34,7 @@ _DEFAULT_HOSTS = {"openai": "api.openai.com", "local": "the bundled local model 
 _FATAL_STATUS = {400, 401, 403, 404, 422}
 
 
-class FatalError(RuntimeError):
+class FatalError(RunFailed):
     """Work stopped on an error that cannot succeed on retry; ``str()`` is the one sentence to print.
 
     ``run_dir`` is set when a run directory holds what finished (to resume once the cause is fixed).

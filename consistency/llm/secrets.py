@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..errors import RunFailed
+
 #: Environment variables that may hold secrets; their values are scrubbed from any text we keep.
 KEY_VARIABLES = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "CC_API_KEY", "METACULUS_TOKEN", "NEWSAPI_KEY")
 _KEY_PATTERN = re.compile(r"\b(sk|rk|pk)-[A-Za-z0-9_\-]{8,}|\bBearer\s+[A-Za-z0-9_\-.]{8,}")
@@ -22,7 +24,7 @@ _URL_QUERY_KEY = re.compile(
 )
 
 
-class MissingKeyError(RuntimeError):
+class MissingKeyError(RunFailed):
     pass
 
 

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import instructor
 
+from ..errors import InputError
 from .secrets import redact, scrub_url
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
@@ -30,7 +31,7 @@ _MODES = {
 }
 
 
-class ModelSpecError(ValueError):
+class ModelSpecError(InputError):
     """A spec that names no model; its message never holds a key written into the spec."""
 
     def __init__(self, message: str) -> None:

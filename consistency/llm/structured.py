@@ -26,6 +26,7 @@ from instructor.v2.core.providers import Provider
 from instructor.v2.core.registry import ModeHandlers, mode_registry, normalize_mode
 from pydantic import BaseModel, ValidationError
 
+from ..errors import RunFailed
 from .accounting import Usage
 from .models import LLMResult
 
@@ -131,7 +132,7 @@ def plan(response_model: type[BaseModel], mode: instructor.Mode) -> Plan:
     return Plan(model, handlers, extra)
 
 
-class ValidationFailed(Exception):
+class ValidationFailed(RunFailed):
     """Every answer failed validation: the last error, the last completion, how many were asked for."""
 
     def __init__(self, error: BaseException, completion: Any, attempts: int) -> None:

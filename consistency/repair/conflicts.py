@@ -27,13 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..checks.check import NONE, Check
+from ..errors import RunFailed
 
 log = logging.getLogger(__name__)
 
 _MAX_TEST = 4000  # tuples a repair-based test (conditional conflicts) is tried on
 
 
-class ConflictingTuples(ValueError):
+class ConflictingTuples(RunFailed, ValueError):
     """No forecasts satisfy these tuples together; ``tuples``: (block, row) pairs, an irreducible set.
 
     ``certain``: the conflict is proved (a linear program's infeasibility certificate); otherwise the joint
@@ -61,8 +62,10 @@ def summary(n: int, kind: str, certain: bool) -> str:
     return f"{n} tuples contradict each other ({reason(kind, certain)}; any {n - 1} of them {rest})"
 
 
-class RepairFailed(ValueError):
+class RepairFailed(RunFailed, ValueError):
     """The solver stopped without a solution although the tuples are not in conflict (its status says why)."""
+
+    heading = "repair failed"  # how ``cc`` heads its sentence
 
 
 @dataclass(frozen=True)

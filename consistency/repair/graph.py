@@ -47,6 +47,7 @@ import numpy as np
 
 from ..checks.categorical import columns_check
 from ..checks.check import NONE, Check
+from ..errors import RunFailed
 from ..metrics.arbitrage import clip_forecasts
 from .active_set import solve_newton
 from .augmented import FEAS_TOL, AugmentedLagrangian, LocalBlock, Solution
@@ -339,7 +340,7 @@ def _solve_log(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray):
     return np.clip(solution.q, 0.0, 1.0), "Solved", 1, 0.0
 
 
-class _Unsolved(Exception):
+class _Unsolved(RunFailed):
     """The inner QP was not solved: its status, and the tuples that may explain it: per tuple as built, whether
     an infeasibility certificate involves it (``involved``), or a list of (block, row) pairs (``candidates``)."""
 

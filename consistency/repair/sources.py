@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import Check, all_checks
-from ..errors import InputError
+from ..errors import InputError, RunFailed
 from ..evaluation.scoring import NothingToScore, ScoringError, forecast_files
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
@@ -33,8 +33,10 @@ class RepairInputError(InputError):
     """A path a repair cannot read; one sentence naming it."""
 
 
-class NothingToRepair(RepairInputError):
+class NothingToRepair(RepairInputError, RunFailed):
     """A directory of forecast files none of whose lines could be read (or all empty)."""
+
+    heading = "nothing to repair"  # how ``cc`` heads its sentence
 
 
 def question_identity(q: ForecastingQuestion) -> str:

@@ -21,20 +21,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from ..errors import RunFailed
 from ..llm.limits import RateLimiter
-from ..llm.retry import backoff_wait, transient_status
+from ..llm.retry import backoff, retried, transient_status
 from ..llm.secrets import redact
 
 log = logging.getLogger(__name__)
 
 
-class FetchError(Exception):
+class FetchError(RunFailed):
     """A page that could not be had: ``url`` and a one-line ``reason`` (no secrets)."""
 
     def __init__(self, url: str, reason: str, status: int | None = None) -> None:
-        super().__init__(f"{url}: {reason}")
+        super().__init__(f"{redact(reason)} ({url})")  # the sentence first: it is what ``cc`` prints
         self.url, self.reason, self.status = url, redact(reason), status
 
 
@@ -46,7 +46,7 @@ class FatalHTTPError(FetchError):
     """An answer no retry can change (401, 403, 404, ...): the run stops."""
 
 
-class _Transient(Exception):
+class _Transient(RunFailed):
     def __init__(self, status: int, response: httpx2.Response) -> None:
         super().__init__(f"HTTP {status}")
         self.status, self.response = status, response
@@ -165,40 +165,35 @@ class WebClient:
         return value
 
     async def _fetch(self, target: str) -> str:
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.settings.max_attempts),
-            wait=lambda state: backoff_wait(state, self.settings.max_backoff),
-            retry=retry_if_exception(_transient),
-            reraise=True,
-            before_sleep=self._before_retry,
-        )
+        async def attempt(_: int) -> str:
+            if self._rate:
+                await self._rate.acquire()
+            self.stats.requests += 1
+            response = await self._client.get(target)  # type: ignore[union-attr]
+            if response.status_code == 200:
+                return response.text
+            why = self._fatal(response) if self._fatal else None
+            if why:
+                raise FatalHTTPError(target, why, response.status_code)
+            if transient_status(response.status_code):
+                raise _Transient(response.status_code, response)
+            raise FatalHTTPError(target, _status_reason(response), response.status_code)
+
         async with self._gate:
             try:
-                async for attempt in retrying:
-                    with attempt:
-                        if self._rate:
-                            await self._rate.acquire()
-                        self.stats.requests += 1
-                        response = await self._client.get(target)  # type: ignore[union-attr]
-                        if response.status_code == 200:
-                            return response.text
-                        why = self._fatal(response) if self._fatal else None
-                        if why:
-                            raise FatalHTTPError(target, why, response.status_code)
-                        if transient_status(response.status_code):
-                            raise _Transient(response.status_code, response)
-                        raise FatalHTTPError(target, _status_reason(response), response.status_code)
+                return await retried(
+                    attempt, self.settings.max_attempts, lambda exc, _: _transient(exc),
+                    lambda exc, n: backoff(exc, n, self.settings.max_backoff), self._count_retry,
+                )  # fmt: skip
             except _Transient as exc:
                 raise FetchError(target, f"HTTP {exc.status} after {self.settings.max_attempts} attempts") from None
             except httpx2.TransportError as exc:
                 kind = type(exc).__name__
                 raise FetchError(target, f"{kind} after {self.settings.max_attempts} attempts: {exc}") from None
-        raise AssertionError("unreachable")
 
-    def _before_retry(self, state: RetryCallState) -> None:
+    def _count_retry(self, exc: BaseException | None, attempt: int) -> None:
         self.stats.retries += 1
-        exc = state.outcome.exception() if state.outcome else None
-        log.info("%s: retrying after %s (attempt %d)", self.name, redact(str(exc)), state.attempt_number)
+        log.info("%s: retrying after %s (attempt %d)", self.name, redact(str(exc)), attempt)
 
 
 def _decode_json(body: str) -> Any:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..errors import InputError
 from ..models import ForecastingQuestion
 from .http import MalformedPage, WebClient, full_url
 from .scraper import (
@@ -55,9 +56,9 @@ class Manifold:
 
     def check(self, opts: ScrapeOptions) -> None:
         if opts.min_forecasters is not None:
-            raise ValueError("Manifold has traders, not forecasters: use --min-traders or --min-volume")
+            raise InputError("Manifold has traders, not forecasters: use --min-traders or --min-volume")
         if opts.tournament is not None:
-            raise ValueError("Manifold has no tournaments: --tournament is for Metaculus (try --search)")
+            raise InputError("Manifold has no tournaments: --tournament is for Metaculus (try --search)")
 
     def headers(self) -> dict[str, str]:
         return {}

@@ -25,6 +25,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..errors import InputError
 from ..llm.secrets import optional_key
 from ..models import ForecastingQuestion
 from .http import FatalHTTPError, MalformedPage, WebClient, full_url
@@ -59,7 +60,7 @@ class Metaculus:
 
     def check(self, opts: ScrapeOptions) -> None:
         if opts.min_volume is not None or opts.min_traders is not None:
-            raise ValueError("Metaculus has forecasters, not trades: use --min-forecasters")
+            raise InputError("Metaculus has forecasters, not trades: use --min-forecasters")
 
     def headers(self) -> dict[str, str]:
         token = optional_key(TOKEN_VARIABLE)

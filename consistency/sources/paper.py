@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..errors import InputError
 from ..extras import install_hint
 
 REPO_ID = "dpaleka/ccflmf"
@@ -32,7 +33,7 @@ NAMES = {
 }
 
 
-class DatasetRefError(ValueError):
+class DatasetRefError(InputError):
     """A dataset reference that cannot be turned into files (one sentence saying why)."""
 
 

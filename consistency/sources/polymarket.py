@@ -23,6 +23,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..errors import InputError
 from ..models import ForecastingQuestion
 from .http import MalformedPage, WebClient, full_url
 from .scraper import (
@@ -68,11 +69,11 @@ class Polymarket:
 
     def check(self, opts: ScrapeOptions) -> None:
         if opts.min_traders is not None:
-            raise ValueError("Polymarket's market listing has no trader count: use --min-volume")
+            raise InputError("Polymarket's market listing has no trader count: use --min-volume")
         if opts.min_forecasters is not None:
-            raise ValueError("Polymarket has trades, not forecasters: use --min-volume")
+            raise InputError("Polymarket has trades, not forecasters: use --min-volume")
         if opts.tournament is not None:
-            raise ValueError("Polymarket has no tournaments: --tournament is for Metaculus")
+            raise InputError("Polymarket has no tournaments: --tournament is for Metaculus")
 
     def headers(self) -> dict[str, str]:
         return {}

@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, field_validator
 
+from ..errors import InputError
 from ..jsonl import AppendLog, parse_json, write_json
 from ..models import ForecastingQuestion
 from ..paths import cache_dir
@@ -248,11 +249,11 @@ async def scrape(  # noqa: C901 - to be split: PENDING in tests/test_structure.p
         try:
             state = parse_json(report.state_path.read_text(encoding="utf-8"))
         except ValueError as exc:
-            raise ValueError(
+            raise InputError(
                 f"{report.state_path}: not a scrape position ({exc}); delete it to start over (written questions stay)"
             ) from None
         if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
-            raise ValueError(
+            raise InputError(
                 f"{report.state_path} was written by a scrape with other options or source; "
                 "rerun without --resume or with the same options"
             )

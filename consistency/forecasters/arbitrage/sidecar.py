@@ -14,6 +14,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from consistency.errors import InputError
 from consistency.jsonl import AppendLog, LineError, iter_json_lines
 from consistency.models import ForecastingQuestion
 from consistency.prompts import question_block
@@ -22,7 +23,7 @@ from consistency.store.layout import SIDECAR
 __all__ = ["SIDECAR", "ReplayError", "Sidecar", "SidecarWriter", "is_reference", "reference", "text_key"]
 
 
-class ReplayError(ValueError):
+class ReplayError(InputError, ValueError):
     """A file or tree that cannot be replayed; the message names the file and line."""
 
 

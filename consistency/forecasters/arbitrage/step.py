@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 
 from consistency.checks import Check
+from consistency.errors import InputError
 from consistency.metrics.arbitrage import DEFAULT_EPSILON, arbitrage
 
 WeightRule = Literal["accumulate", "equal", "cf"]
@@ -26,7 +27,7 @@ def weight_rule(name: str) -> str:
     """``accumulate`` (alias ``paper``), ``equal`` or ``cf``; anything else is a clear error."""
     key = _ALIASES.get(name.strip().lower(), name.strip().lower())
     if key not in WEIGHT_RULES:
-        raise ValueError(f"unknown weight rule {name!r}; choose from accumulate (paper), equal, cf")
+        raise InputError(f"unknown weight rule {name!r}; choose from accumulate (paper), equal, cf")
     return key
 
 
@@ -82,7 +83,7 @@ def arbitrage_step(
     fields = check.field_names
     missing = [f for f in fields if f not in forecasts or f not in weights]
     if missing:
-        raise ValueError(f"{check.name} step lacks forecasts or weights for {', '.join(missing)}")
+        raise InputError(f"{check.name} step lacks forecasts or weights for {', '.join(missing)}")
     probs = np.array([[forecasts[f] for f in fields]], dtype=float)
     w = np.array([[weights[f] for f in fields]], dtype=float)
     result = arbitrage(probs, check.worlds, w, epsilon=epsilon)

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ...errors import InputError
 from ...models import AnyForecast, Forecast, ForecastingQuestion
 
 _PROB_KEYS = ("prob", "probability", "p", "forecast", "likelihood", "chance")
@@ -56,7 +57,7 @@ class Answer(BaseModel):
         return cls(forecast=data, reasoning=reasoning, raw=raw)
 
 
-class AnswerError(ValueError):
+class AnswerError(InputError):
     """No probability could be read from an answer (the message says why)."""
 
 

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from ...errors import InputError
+
 #: The largest member a log may hold, decompressed (a ``consistency/...`` sample is tens of kilobytes).
 MAX_MEMBER = 64 * 2**20
 #: Decompressed bytes a log may hold per byte of file, beyond :data:`FLOOR`: inspect's logs hold 6 to
@@ -31,7 +33,7 @@ _METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", _ZSTD
 _LOCAL_HEADER = struct.Struct("<4s5H3I2H")  # signature ... name length, extra length (30 bytes)
 
 
-class UnsafeLog(ValueError):
+class UnsafeLog(InputError):
     """A log file refused before decompression; the message is one sentence saying why."""
 
 

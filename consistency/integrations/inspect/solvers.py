@@ -28,6 +28,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import collect, json_schema
 from pydantic import BaseModel, ValidationError
 
+from ...errors import RunFailed
 from ...forecasters.base import ForecastError, WrongKind, as_forecast
 from ...forecasters.llm import ForecastAnswer, basic_request
 from ...forecasters.loading import load_forecaster
@@ -76,7 +77,7 @@ def _schema(model: type[BaseModel]) -> ResponseSchema:
     return ResponseSchema(name=model.__name__.lower(), json_schema=json_schema(model))
 
 
-class Unanswered(Exception):
+class Unanswered(RunFailed):
     """A call whose every attempt failed on a transient error: its sample fails, the run goes on."""
 
 

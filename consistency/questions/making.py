@@ -1,0 +1,169 @@
+"""Making base questions end to end: titles (from a topic, around a source question, or given), then bodies
+and resolution dates, then verification; and the articles that news questions are made from.
+
+What ``cc questions synth|related|fill|news`` run, as one call each, so the Python API gets the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..embeddings import make_embedder
+from ..errors import InputError
+from ..llm import LLM
+from ..models import ForecastingQuestion
+from .pipeline import QuestionReport, Window, build_questions
+from .titles import related_titles, synthetic_titles
+
+
+@dataclass(frozen=True)
+class Making:
+    """How new questions are made: their dates, and whether a model verifies each (with the threshold)."""
+
+    window: Window
+    verify: bool = True
+    threshold: int = 6
+
+
+@dataclass(frozen=True)
+class Titling:
+    """How many titles are wanted, and how near-duplicates are told apart and dropped."""
+
+    n: int = 10
+    embeddings: str = "auto"
+    dedupe: float = 0.9
+
+
+def window(created: str | date | None, resolve_by: str | date) -> Window:
+    """Dates as given (``YYYY-MM-DD``; no ``created``: today), checked: resolution after creation."""
+    made = day(created, "--created") or date.today()
+    due = day(resolve_by, "--resolve-by")
+    if due is None or due <= made:
+        raise InputError("--resolve-by must be after --created")
+    return Window(made, due)
+
+
+def day(value: str | date | None, name: str) -> date | None:
+    """A date option (``None`` stays ``None``); one sentence naming the option when it is not a date."""
+    if value is None or isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(value)
+    except ValueError as exc:
+        raise InputError(f"{name} must be a date YYYY-MM-DD: {exc}") from None
+
+
+Titles = Callable[[LLM], Awaitable[list[str]]]
+
+
+async def complete(
+    titles_of: Titles,
+    out: str | Path,
+    llm: LLM,
+    model: str,
+    making: Making,
+    metadata: dict[str, Any] | None = None,
+    on_titles: Callable[[int], None] | None = None,
+) -> QuestionReport:
+    """Titles from ``titles_of``, then a body and resolution date for each (and, with ``making.verify``, the
+    same model's verification), appended to ``out``; ``on_titles`` hears how many distinct titles there are."""
+    titles = await titles_of(llm)
+    if on_titles is not None:
+        on_titles(len(titles))
+    judge = model if making.verify else None
+    return await build_questions(titles, out, llm, model, making.window, verifier_model=judge,
+                                 threshold=making.threshold, metadata=metadata)  # fmt: skip
+
+
+def synthetic(
+    model: str, category: str, tags: Sequence[str], examples: Sequence[ForecastingQuestion], making: Making,
+    titling: Titling,
+) -> Titles:  # fmt: skip
+    """Titles for a category and tags (appendix L), de-duplicated."""
+
+    async def titles_of(llm: LLM) -> list[str]:
+        return await synthetic_titles(llm, model, category=category, tags=tags, examples=examples,
+                                      created=str(making.window.created), resolve_by=str(making.window.resolve_by),
+                                      n=titling.n, embedder=make_embedder(titling.embeddings, llm),
+                                      threshold=titling.dedupe)  # fmt: skip
+
+    return titles_of
+
+
+def related(
+    model: str, pool: Sequence[ForecastingQuestion], source_id: str, making: Making, titling: Titling, where: str = ""
+) -> Titles:
+    """Titles of questions related to the question ``source_id`` of ``pool`` (appendix J; ``where``: its file)."""
+    source = next((q for q in pool if q.id == source_id), None)
+    if source is None:
+        raise InputError(f"no question with id {source_id} in {where or 'the questions given'}")
+
+    async def titles_of(llm: LLM) -> list[str]:
+        return await related_titles(llm, model, source, examples=pool, resolve_by=str(making.window.resolve_by),
+                                    n=titling.n, embedder=make_embedder(titling.embeddings, llm),
+                                    threshold=titling.dedupe)  # fmt: skip
+
+    return titles_of
+
+
+def given(path: Path) -> Titles:
+    """The titles of a text file, one per line."""
+    lines = [t.strip() for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+
+    async def titles_of(llm: LLM) -> list[str]:
+        return lines
+
+    return titles_of
+
+
+@dataclass(frozen=True)
+class NewsSources:
+    """Where articles come from: RSS/Atom feeds, a JSONL file, NewsAPI (a query, days, domains)."""
+
+    feeds: Sequence[str] = ()
+    articles: Path | None = None
+    newsapi: str | None = None
+    first: date | None = None
+    last: date | None = None
+    domains: str | None = None
+    newsapi_url: str = "https://newsapi.org"
+
+
+async def gather_articles(sources: NewsSources) -> tuple[list[Any], list[str]]:
+    """The articles of every source, and one warning per feed or day that could not be read. A bad line in
+    the articles file, or NewsAPI without a day or a key, is an :class:`InputError` before any request."""
+    from ..llm.secrets import optional_key
+    from ..paths import cache_dir
+    from ..sources.http import HttpSettings, PageCache, WebClient
+    from ..sources.news import NEWSAPI_VARIABLE, fetch_feeds, fetch_newsapi, load_articles, newsapi_fatal
+
+    if not (sources.feeds or sources.articles or sources.newsapi):
+        raise InputError("give --feed URL, --articles FILE or --newsapi QUERY")
+    pool, problems = [], []
+    if sources.articles:
+        loaded, errors = load_articles(sources.articles)
+        if errors:
+            raise InputError("; ".join(str(e) for e in errors[:20]))
+        pool += loaded
+    key = optional_key(NEWSAPI_VARIABLE)
+    if sources.newsapi and sources.first is None:
+        raise InputError("--newsapi needs --from (and optionally --to)")
+    if sources.newsapi and not key:
+        raise InputError(f"{NEWSAPI_VARIABLE} is not set: export it or put it in a .env file to use --newsapi")
+    cache = PageCache(cache_dir() / "pages" / "news")
+    if sources.feeds:
+        async with WebClient("feeds", HttpSettings(requests_per_minute=60), cache) as web:
+            got, bad = await fetch_feeds(list(sources.feeds), web)
+            pool, problems = pool + got, problems + bad
+    if sources.newsapi and sources.first is not None:
+        first, last = sources.first, sources.last or sources.first
+        days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+        settings = HttpSettings(requests_per_minute=30)
+        async with WebClient("newsapi", settings, cache, {"X-Api-Key": key or ""}, newsapi_fatal) as web:
+            got, bad = await fetch_newsapi(web, sources.newsapi_url, sources.newsapi, days, domains=sources.domains)
+            pool, problems = pool + got, problems + bad
+    return pool, problems
