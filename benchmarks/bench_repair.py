@@ -28,7 +28,7 @@ one too with ``--strict-reference``).
 peak_rss_mb is the process's peak before Clarabel runs (``resource.getrusage``: data included).
 Targets: binary mix <= 10 s; with conditionals <= 60 s and at most Clarabel's one solve (ratio <= 1);
 peak <= 1024 MB; incoherence <= 1e-8; max_diff <= 1e-7 against Clarabel at 1e-14 (at 1e-12 Clarabel is
-itself 1e-7 to 1e-6 off on graphs of thousands of tuples: see tests/test_repair_joint_fast.py).
+itself 1e-7 to 1e-6 off on graphs of thousands of tuples: see tests/repair/test_repair_joint_fast.py).
 
 (c) Joint log repair (the KL projection) of the binary mix, the guarantee checked on random joint worlds
 (log-loss gain minus the guaranteed nats, >= -1e-9), and Clarabel's exponential-cone formulation of the

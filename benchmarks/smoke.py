@@ -1,6 +1,6 @@
 """``--smoke`` for every benchmark: the same code paths at tiny sizes, in seconds, so CI runs them all.
 
-``tests/test_benchmarks.py`` runs each ``bench_*.py`` with ``--smoke`` in a fresh process: a change
+``tests/project/test_benchmarks.py`` runs each ``bench_*.py`` with ``--smoke`` in a fresh process: a change
 that breaks a benchmark breaks the suite. Smoke figures say the code runs, not how fast: the targets
 are for the full sizes.
 """

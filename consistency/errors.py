@@ -22,7 +22,7 @@
 catches those keeps working. Where a class is both (``NothingToScore``), the run branch decides the exit
 code. Any other exception escaping a command (``KeyError``, ``AttributeError``...) is a bug, not bad
 input: ``cc`` prints its traceback and asks for a report (:mod:`consistency.cli.errors`).
-``tests/test_structure.py`` holds every exception class of the package to this tree.
+``tests/project/test_structure.py`` holds every exception class of the package to this tree.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ compared question by question by the caller. Calibration is summarised from samp
 Inputs go through :mod:`.inputs`, so a bad probability or resolution fails loudly with its position.
 
 The paper's ground-truth files use Brier = (p - y)² and a base-2 log score (``log_loss(..., base=2)``);
-its calibration error and Brier decomposition use other conventions, see ``tests/test_accuracy_proper.py``.
+its calibration error and Brier decomposition use other conventions, see ``tests/accuracy/test_accuracy_proper.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Open bounds for numeric options, which typer's ``min``/``max`` (inclusive) cannot state.
 
-Every numeric option of ``cc`` declares its range at the option (tests/test_option_bounds.py holds them
+Every numeric option of ``cc`` declares its range at the option (tests/cli/test_option_bounds.py holds them
 to it), so ``-n -3`` or ``--timeout nan`` is refused with the option's name before any work, instead of
 surfacing later as a numpy or asyncio message. ``min``/``max`` also refuse NaN; these callbacks add the
 exclusive ends (a timeout of 0 seconds, a significance level of 1).

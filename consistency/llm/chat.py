@@ -6,7 +6,7 @@ none of those, so for the plain JSON values this project sends the transform ret
 yet it costs about a third of the client's CPU per request: the bottleneck when tens of thousands
 of requests are prepared for batch files. :func:`chat_create` sends the same body through the
 same client's ``post``: same URL, headers, auth, query, timeout and response parsing.
-``tests/test_llm_chat.py`` checks that the bytes on the wire are those ``create`` sends.
+``tests/llm/test_llm_chat.py`` checks that the bytes on the wire are those ``create`` sends.
 
 In batch mode the same function hands the body to the endpoint's :class:`~.batch.BatchCollector`
 instead: a request that will travel as a line of a batch file never builds an HTTP request of

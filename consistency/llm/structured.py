@@ -7,7 +7,7 @@ structured call needs, using instructor's own functions for the mode so the wire
 the request's additions (the tool or response format, worked out once per response model), the
 parsing and validation of the answer (strict, as instructor's default), and the re-asks after an
 answer that fails validation (the same messages instructor would add). The bytes on the wire,
-re-asks included, are those of ``create_with_completion`` (``tests/test_llm_structured.py``).
+re-asks included, are those of ``create_with_completion`` (``tests/llm/test_llm_structured.py``).
 """
 
 from __future__ import annotations

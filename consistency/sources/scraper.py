@@ -217,7 +217,7 @@ def _shared_filter(q: ForecastingQuestion, opts: ScrapeOptions) -> Skip | None:
     return None
 
 
-async def scrape(  # noqa: C901 - to be split: PENDING in tests/test_structure.py
+async def scrape(  # noqa: C901 - to be split: PENDING in tests/project/test_structure.py
     source: Source,
     out: str | Path,
     opts: ScrapeOptions,

@@ -1,7 +1,7 @@
 """The names of the files a result directory holds and the rules that place them, declared once.
 
 Every module that opens one of these files takes its name (or its path) from here, so a layout change is
-one edit and ``tests/test_structure.py`` can check that no other module spells a file name. What each file
+one edit and ``tests/project/test_structure.py`` can check that no other module spells a file name. What each file
 holds: docs/reference/formats.md. Reading them is :mod:`.runs`'s job; this module only names and finds.
 """
 

@@ -16,7 +16,7 @@ inspect-ai 0.3.285 refuses ``openai`` below 3.4.0 for every OpenAI-based provide
 when given explicit credentials, which its credential refresh relies on. We cannot install 3.4: every
 ``instructor`` release caps ``jiter`` below 0.15 and every ``openai`` from 3.3.1 needs ``jiter>=0.16``,
 so 3.3.0 is the newest that resolves with instructor. Chat completions through inspect's providers
-work on 3.3.0 (tests/test_inspect_http.py runs them over HTTP), so the check is relaxed for exactly
+work on 3.3.0 (tests/integrations/test_inspect_http.py runs them over HTTP), so the check is relaxed for exactly
 that version, and kept for Azure (an ``AZURE_OPENAI_*`` variable set) and for any other version.
 """
 
@@ -38,7 +38,8 @@ def registered_name(name: str) -> str:
     leaves a given name alone otherwise (then the full name); it decides the same way for every module
     of this package, so this function's own module stands for them all.
     """
-    from inspect_ai._util.registry import registry_name  # pinned inspect-ai: checked by tests/test_inspect.py
+    # pinned inspect-ai: checked by tests/integrations/test_inspect.py
+    from inspect_ai._util.registry import registry_name
 
     return name if registry_name(registered_name, name) == f"{NAMESPACE}/{name}" else f"{NAMESPACE}/{name}"
 
