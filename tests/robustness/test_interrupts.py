@@ -155,7 +155,7 @@ def test_the_tests_children_take_ctrl_c_when_the_session_is_a_background_job():
     without that, every test that sends SIGINT to a child timed out in a backgrounded run."""
     code = (
         "import signal, subprocess, sys\n"
-        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
         "import conftest\n"
         "child = 'import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)'\n"
         "print(subprocess.run([sys.executable, '-c', child], capture_output=True, text=True).stdout.strip())\n"
