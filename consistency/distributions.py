@@ -17,6 +17,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from consistency.errors import InputError
+
 #: Points of a numeric forecast's CDF (Metaculus's layout), and the bins they delimit (with both tails).
 GRID_POINTS = 201
 CELLS = GRID_POINTS - 1
@@ -25,7 +27,7 @@ BINS = GRID_POINTS + 1
 BELOW, ABOVE = "below_lower_bound", "above_upper_bound"
 
 
-class PercentileError(ValueError):
+class PercentileError(InputError, ValueError):
     """Percentiles that do not describe a distribution on the question's range."""
 
 

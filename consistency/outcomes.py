@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from consistency.errors import InputError
+
 from . import distributions as dist
 from .checks import MULTIPLE_CHOICE, NUMERIC, Check
 from .checks.logic import Compare
@@ -34,7 +36,7 @@ from .models import AnyForecast, ChoiceForecast, Forecast, ForecastEntry, Foreca
 EVENT_KEY = "outcome_event"
 
 
-class TupleShapeError(ValueError):
+class TupleShapeError(InputError, ValueError):
     """A tuple whose questions do not fit its check's categorical fields (named with the reason)."""
 
 

@@ -382,7 +382,7 @@ def _recording_init(init: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-class WrongKind(TypeError):
+class WrongKind(RunFailed, TypeError):
     """A forecast of another kind than the question takes (a probability for a multiple-choice question...)."""
 
 

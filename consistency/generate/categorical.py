@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from consistency.errors import InputError
+
 from .. import distributions as dist
 from ..checks import NUMERIC, Check
 from ..checks.logic import Compare, Var
@@ -34,7 +36,7 @@ from ..outcomes import EVENT_KEY, OutcomeEvent, tuple_outcomes
 from .tuples import NAMESPACE
 
 
-class NeedsWording(ValueError):
+class NeedsWording(InputError, ValueError):
     """The check needs a second wording of the source question, which only a model writes."""
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from ..checks import Check
+from ..errors import InputError
 from ..jsonl import AppendLog
 from ..models import ForecastingQuestion
 from .chains import NO_HORIZON, NoHorizon
@@ -83,7 +84,7 @@ def candidate_bases(
 
         pool = [q for q in questions if fits(check, q)]
         if not pool:
-            raise ValueError(f"its source is {wanted_source(check)}, and none of the {len(questions)} question(s) is")
+            raise InputError(f"its source is {wanted_source(check)}, and none of the {len(questions)} question(s) is")
         questions = pool
     k = len(names)
     if options.around is not None:
