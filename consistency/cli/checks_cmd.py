@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 from .console import show, table
+from .options import AsJson
 
 
-def checks(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
+def checks(as_json: AsJson = False) -> None:
     """List the consistency checks: names, fields and their meaning, |Ω| and the condition S."""
     from ..checks import all_checks
     from ..checks.catalogue import catalogue, fields_text

@@ -9,6 +9,7 @@ import typer
 
 from ..store.layout import GROUND_TRUTH, GROUND_TRUTH_SUMMARY
 from .console import err, escape, show, table
+from .options import AsJson
 from .table_options import Duplicates, skipping
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def correlate(
     min_questions: Annotated[int, typer.Option(min=1, help="Leave out forecasters with fewer resolved questions.")] = 1,
     duplicates: Duplicates = "error",
     bootstrap: Annotated[int, typer.Option(min=1, help="Bootstrap resamples over forecasters.")] = 1000,
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Correlate each check's mean violation with the Brier score across forecasters."""
     from ..accuracy.correlation import correlate as study_of

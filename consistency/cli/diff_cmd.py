@@ -11,6 +11,7 @@ import typer
 from .bounds import above
 from .console import err, escape, fmt, out, print_skipped, table
 from .exits import ExitCode
+from .options import AsJson, BootstrapSeed
 
 
 def diff(
@@ -46,8 +47,8 @@ def diff(
     ] = "default",
     top: Annotated[int, typer.Option("--top", "-n", min=0, help="Tuples that changed most, shown with answers.")] = 5,
     bootstrap: Annotated[int, typer.Option(min=1, help="Paired bootstrap resamples for the intervals.")] = 1000,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    seed: BootstrapSeed = 0,
+    as_json: AsJson = False,
 ) -> None:
     """Compare two runs on the tuples (or resolved questions) both scored: mean violation (or Brier score) of
     each, the paired difference B − A with a bootstrap interval and a paired test, and what changed most."""

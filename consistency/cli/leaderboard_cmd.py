@@ -12,6 +12,7 @@ from ..accuracy.ranking import METHODS, hold_back_early_closers
 from ..accuracy.ranking import leaderboard as rank
 from ..errors import InputError
 from .console import err, escape, fmt, questions_of, show, table
+from .options import AsJson
 from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ def leaderboard(
     method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = "brier",
     as_of: AsOf = None,
     duplicates: Duplicates = "error",
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_json: AsJson = False,
     forecastbench: Annotated[
         str | None,
         typer.Option(help="ForecastBench's columns instead: its imported questions (JSONL) or sets, with outcomes."),

@@ -12,6 +12,7 @@ import typer
 
 from .bounds import positive
 from .console import err, escape, out, table
+from .options import AsJson, BootstrapSeed
 from .table_options import SOURCES_HELP, Duplicates, merged, skipping
 
 #: Kept in step with ``accuracy.aggregates.AGGREGATORS`` (checked by a test); listed here so --help imports no numpy.
@@ -55,8 +56,8 @@ def proxy(
     ] = None,
     duplicates: Duplicates = "error",
     bootstrap: Annotated[int, typer.Option(min=1, help="Bootstrap resamples for the intervals.")] = 1000,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    seed: BootstrapSeed = 0,
+    as_json: AsJson = False,
 ) -> None:
     """Proxy scores versus the Brier score across forecasters, per aggregator (Pearson and Spearman)."""
     from ..accuracy.proxy_study import proxy_study
