@@ -213,30 +213,18 @@ def scrape_cmd(
 ) -> None:
     """Questions (binary, multiple-choice, numeric, date) from a forecasting platform, appended to --out
     (de-duplicated by source id)."""
-    from ..errors import InputError
-    from ..sources import SOURCES, HttpSettings, ScrapeOptions, scrape
-    from ..sources.scraper import ALL_TYPES
+    from ..sources.request import scrape_request
     from .progress import Progress
 
-    chosen = [t.strip() for t in types.split(",") if t.strip()]
-    chosen = list(ALL_TYPES) if chosen == ["all"] else chosen
-    unknown = [t for t in chosen if t not in ALL_TYPES]
-    if unknown or not chosen:
-        raise InputError(f"--types takes {', '.join(ALL_TYPES)} or all, got {types!r}")
-    if source not in SOURCES:
-        raise InputError(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}")
-    if status not in ("resolved", "open", "all"):
-        raise InputError(f"--status must be resolved, open or all, got {status!r}")
-    opts = ScrapeOptions(
-        status=status, resolved_after=day(resolved_after, "--resolved-after"),
-        resolved_before=day(resolved_before, "--resolved-before"), created_after=day(created_after, "--created-after"),
-        min_forecasters=min_forecasters, min_volume=min_volume, min_traders=min_traders, search=search,
-        tournament=tournament, min_days=min_days, market_lead_days=market_lead_days, types=tuple(chosen),
-    )  # fmt: skip
-    src = SOURCES[source]()
-    http = HttpSettings(
-        requests_per_minute=src.default_rpm if rpm is None else (rpm or None), concurrency=concurrency,
-        timeout=timeout, max_attempts=max_attempts, offline=offline, refresh=refresh,
+    dates = {"resolved_after": resolved_after, "resolved_before": resolved_before, "created_after": created_after}
+    job = scrape_request(
+        source, out_path, n=n, types=types, status=status, dates=dates,
+        filters={"min_forecasters": min_forecasters, "min_volume": min_volume, "min_traders": min_traders,
+                 "search": search, "tournament": tournament, "min_days": min_days,
+                 "market_lead_days": market_lead_days},
+        http={"rpm": rpm, "concurrency": concurrency, "timeout": timeout, "max_attempts": max_attempts,
+              "offline": offline, "refresh": refresh},
+        base_url=base_url, cache_dir=cache_dir, resume=resume,
     )  # fmt: skip
     with Progress(transient=True) as progress:
         task = progress.task(f"scraping {source}", total=n)
@@ -246,8 +234,7 @@ def scrape_cmd(
             info = f"{report.pages} pages, {skipped} skipped, {report.already} already there"
             task.update(completed=report.written, info=info)
 
-        report = asyncio.run(scrape(src, out_path, opts, n=n, base_url=base_url, http=http, cache_root=cache_dir,
-                                    resume=resume, on_page=on_page))  # fmt: skip
+        report = job(on_page)
     _scraped(report, source)
 
 
