@@ -10,6 +10,7 @@ import typer
 
 from ..evaluation import EvaluationResult, RunOptions
 from ..evaluation.reading import how_to_read
+from ..evaluation.request import Gates, Priced, Request, run_request
 from ..llm import LLMSettings
 from ..store.layout import GROUND_TRUTH_SUMMARY, SUMMARY
 from ..store.meta import Totals
@@ -19,7 +20,7 @@ from .console import err, escape, fmt, out, print_skipped, violations
 from .cost_view import print_estimate, stopped_at_cap
 from .errors import handle_errors
 from .exits import ExitCode
-from .llm_command import llm_settings_command
+from .llm_command import llm_settings_command, shared_options
 from .options import AsJson, Bootstrap, Checks, Concurrency, Epsilon, Forecaster, ForecasterOptions
 from .progress import RunBar
 
@@ -36,8 +37,35 @@ def _after(exc: BaseException, kwargs: dict[str, Any]) -> str | None:
     return f"run directory: {run_dir} (failed); once fixed, resume it with: cc evaluate --resume {run_dir}"
 
 
+FailOnError = Annotated[
+    float | None,
+    typer.Option(
+        "--fail-on-error",
+        min=0,
+        help="Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0).",
+    ),
+]
+MaxViolation = Annotated[
+    float | None,
+    typer.Option(
+        "--max-violation",
+        min=0,
+        help="Exit 1 (after writing the run) when the mean arbitrage violation over checks is above this.",
+    ),
+]
+CheckLevel = Annotated[
+    bool, typer.Option("--check-level", help="With --max-violation: hold every check to the limit, not the mean.")
+]
+gate_options = shared_options(
+    {"fail_on_error": (FailOnError, None), "max_violation": (MaxViolation, None), "check_level": (CheckLevel, False)},
+    "gates",
+    lambda v: Gates(v["fail_on_error"], v["max_violation"], v["check_level"]),
+)
+
+
 @handle_errors(after=_after)
 @llm_settings_command
+@gate_options
 def evaluate_cmd(
     forecaster: Forecaster = "local",
     forecaster_option: ForecasterOptions = None,
@@ -72,25 +100,6 @@ def evaluate_cmd(
     epsilon: Epsilon = 1e-3,
     bootstrap: Bootstrap = 1000,
     as_json: AsJson = False,
-    fail_on_error: Annotated[
-        float | None,
-        typer.Option(
-            "--fail-on-error",
-            min=0,
-            help="Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0).",
-        ),
-    ] = None,
-    max_violation: Annotated[
-        float | None,
-        typer.Option(
-            "--max-violation",
-            min=0,
-            help="Exit 1 (after writing the run) when the mean arbitrage violation over checks is above this.",
-        ),
-    ] = None,
-    check_level: Annotated[
-        bool, typer.Option("--check-level", help="With --max-violation: hold every check to the limit, not the mean.")
-    ] = False,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -109,15 +118,10 @@ def evaluate_cmd(
         ),
     ] = None,
     *,
+    gates: Gates,
     llm_settings: LLMSettings,
 ) -> None:
     """Forecast every question of a consistency benchmark once, score every tuple, write a run directory."""
-    from ..evaluation.gate import checked_limit, failed_gates
-    from ..evaluation.request import Priced, Request, run_request
-
-    for flag, gate_limit in (("--max-violation", max_violation), ("--fail-on-error", fail_on_error)):
-        if gate_limit is not None:  # a gate that could never fail (NaN, inf, negative): refused before any question
-            checked_limit(flag, gate_limit)
     request = Request(
         forecaster, forecaster_option, tuples, checks, limit, seed, questions, out_dir, epsilon, bootstrap
     )
@@ -135,7 +139,7 @@ def evaluate_cmd(
     if result.record.stopped:
         stopped_at_cap(result)
     _print(result, as_json)
-    failures = failed_gates(result, fail_on_error=fail_on_error, max_violation=max_violation, per_check=check_level)
+    failures = gates.failures(result)
     for sentence in failures:
         err.print(f"[red]failed[/red]: {escape(sentence)}")
     if failures:

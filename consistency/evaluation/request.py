@@ -48,6 +48,32 @@ class Request:
 
 
 @dataclass(frozen=True)
+class Gates:
+    """When a finished run still fails (exit 1 of ``cc evaluate``): more failed questions than ``fail_on_error``
+    (a fraction below 1, else a count), or a mean arbitrage violation above ``max_violation`` (``per_check``:
+    every check's). A limit that could never fail (NaN, infinite, negative) is refused at once, before any
+    question is asked."""
+
+    fail_on_error: float | None = None
+    max_violation: float | None = None
+    per_check: bool = False
+
+    def __post_init__(self) -> None:
+        from .gate import checked_limit
+
+        for flag, limit in (("--max-violation", self.max_violation), ("--fail-on-error", self.fail_on_error)):
+            if limit is not None:
+                checked_limit(flag, limit)
+
+    def failures(self, result: EvaluationResult) -> list[str]:
+        """One sentence per gate the run fails."""
+        from .gate import failed_gates
+
+        return failed_gates(result, fail_on_error=self.fail_on_error, max_violation=self.max_violation,
+                            per_check=self.per_check)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Priced:
     """A dry run's answer: the estimate, and the spending cap the run would have (on a resume: as resumed)."""
 
