@@ -12,10 +12,11 @@ from ..errors import InputError
 from ..generate.chains import NO_HORIZON
 from ..generate.pipeline import GenerateOptions, GenerateReport
 from ..generate.run import Makers, around_question, choose_checks, choose_makers, generate_checks, shortfall
+from ..llm import LLM
 from .console import err, escape, out, questions_of
 from .errors import SAVED, handle_errors
 from .exits import ExitCode
-from .llm_command import LLMArgs, llm_command, print_usage, run_calls
+from .llm_command import LLMArgs, llm_command
 from .progress import Progress
 
 
@@ -92,7 +93,7 @@ def generate_cmd(
         n=n, candidates=candidates, top=top, prefilter=prefilter, seed=seed, around=source,
         concurrency=llm_args.settings.width(llm_args.values["max_connections"], n),
     )  # fmt: skip
-    reports, skipped = run_calls(_run(checks, pool, out_dir, options, makers, llm_args))
+    reports, skipped = llm_args.run(lambda llm: _run(checks, pool, out_dir, options, makers, llm))
     for report in reports:
         _print_report(report)
         short = shortfall(report, options, len(pool))
@@ -104,23 +105,20 @@ def generate_cmd(
         raise typer.Exit(ExitCode.USAGE if skipped and not reports else ExitCode.FAILED)
 
 
-async def _run(checks, pool, out_dir: Path, options: GenerateOptions, makers: Makers, llm_args: LLMArgs):
-    async with llm_args.client() as llm:
-        with Progress() as progress:
+async def _run(checks, pool, out_dir: Path, options: GenerateOptions, makers: Makers, llm: LLM):
+    with Progress() as progress:
 
-            def track(check):
-                task = progress.task(check.class_name, total=options.n)
+        def track(check):
+            task = progress.task(check.class_name, total=options.n)
 
-                def show(r: GenerateReport) -> None:
-                    rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
-                    skipped = f", {r.skipped} skipped" if r.skipped else ""
-                    task.update(completed=r.total, info=f"{rejected} rejected{skipped}, {llm.stats.calls} calls")
+            def show(r: GenerateReport) -> None:
+                rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
+                skipped = f", {r.skipped} skipped" if r.skipped else ""
+                task.update(completed=r.total, info=f"{rejected} rejected{skipped}, {llm.stats.calls} calls")
 
-                return show
+            return show
 
-            made = await generate_checks(checks, pool, out_dir, options, makers, llm, track)
-    print_usage(llm.stats)
-    return made
+        return await generate_checks(checks, pool, out_dir, options, makers, llm, track)
 
 
 def _print_report(report: GenerateReport) -> None:

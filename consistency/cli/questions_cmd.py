@@ -17,7 +17,7 @@ from ..store.layout import resolved_file
 from .bounds import positive
 from .console import err, escape, out, questions_of
 from .errors import SAVED, handle_errors
-from .llm_command import LLMArgs, llm_command, print_usage, run_calls, shared_options
+from .llm_command import LLMArgs, llm_command, shared_options
 
 app = typer.Typer(help="Make and check base questions for a benchmark.", no_args_is_help=True)
 
@@ -66,16 +66,12 @@ def _report(report: QuestionReport) -> None:
 def _make(titles_of, out_path: Path, making: Making, llm_args: LLMArgs, metadata: dict | None = None) -> None:
     """Titles, then bodies and resolution dates (and verification), with the model's usage said at the end."""
 
-    async def run() -> QuestionReport:
-        async with llm_args.client() as llm:
-            report = await complete(titles_of, out_path, llm, llm_args.model, making, metadata, on_titles=said)
-        print_usage(llm.stats)
-        return report
-
     def said(count: int) -> None:
         err.print(f"{count} distinct title(s); writing bodies and resolution dates")
 
-    _report(run_calls(run()))
+    _report(
+        llm_args.run(lambda llm: complete(titles_of, out_path, llm, llm_args.model, making, metadata, on_titles=said))
+    )
 
 
 @app.command("synth")
@@ -146,14 +142,7 @@ def verify_cmd(
 ) -> None:
     """Keep questions that are clear, coherent, precisely resolvable and about real events (score >= threshold)."""
     pool = questions_of(questions)
-
-    async def run():
-        async with llm_args.client() as llm:
-            report = await verify_questions(pool, out_path, llm, llm_args.model, threshold)
-        print_usage(llm.stats)
-        return report
-
-    _report(run_calls(run()))
+    _report(llm_args.run(lambda llm: verify_questions(pool, out_path, llm, llm_args.model, threshold)))
 
 
 @app.command("scrape")
@@ -297,16 +286,9 @@ def news_cmd(
         err.print(f"[yellow]warning[/yellow] {escape(problem)}")
     kept, dropped = dedupe_articles(pool, dedupe)
     err.print(f"{len(pool)} article(s), {dropped} near-duplicate(s) dropped, {len(kept)} to read")
-
-    async def run():
-        async with llm_args.client() as llm:
-            report = await questions_from_news(kept, out_path, llm, llm_args.model, horizon_days=horizon_days,
-                                               per_article=per_article, threshold=threshold, span=span,
-                                               rephrase=rephrase, verifier_model=verifier_model)  # fmt: skip
-        print_usage(llm.stats)
-        return report
-
-    report = run_calls(run())
+    settings = {"horizon_days": horizon_days, "per_article": per_article, "threshold": threshold, "span": span,
+                "rephrase": rephrase, "verifier_model": verifier_model}  # fmt: skip
+    report = llm_args.run(lambda llm: questions_from_news(kept, out_path, llm, llm_args.model, **settings))
     out.print(
         f"{report.written} new question(s) from {len(kept) - report.already} article(s) in {escape(str(report.path))}"
         + (f" ({report.already} article(s) done in an earlier run)" if report.already else "")
@@ -341,14 +323,9 @@ def resolve_cmd(
     pool = questions_of(questions)
     as_of_day = day(as_of, "--as-of") or date.today()
     target = out_path or resolved_file(questions)
-
-    async def run():
-        async with llm_args.client() as llm:
-            result = await resolve_questions(pool, llm, llm_args.model, as_of=as_of_day, votes=votes)
-        print_usage(llm.stats)
-        return result
-
-    resolved, report = run_calls(run())
+    resolved, report = llm_args.run(
+        lambda llm: resolve_questions(pool, llm, llm_args.model, as_of=as_of_day, votes=votes)
+    )
     write_jsonl(target, resolved)
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())) or "none"
     out.print(f"{report.asked} question(s) asked ({outcomes}); {len(resolved)} written to {escape(str(target))}")
