@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import InputError
+from ..extras import install_hint
 from ..store.runs import Run, RunError, read_run, result_paths
 
 log = logging.getLogger("consistency.analysis")
@@ -63,7 +64,7 @@ def pandas_module() -> Any:
     try:
         import pandas
     except ImportError:
-        raise AnalysisError("consistency.analysis needs pandas: pip install 'forecast-consistency[analysis]'") from None
+        raise AnalysisError(f"consistency.analysis needs pandas: {install_hint('analysis')}") from None
     return pandas
 
 
@@ -71,9 +72,7 @@ def polars_module() -> Any:
     try:
         import polars
     except ImportError:
-        raise AnalysisError(
-            "backend='polars' needs polars: pip install 'forecast-consistency[analysis-polars]'"
-        ) from None
+        raise AnalysisError(f"backend='polars' needs polars: {install_hint('analysis-polars')}") from None
     return polars
 
 
