@@ -25,7 +25,7 @@ from ..models import ForecastingQuestion
 from ..sources.scraper import join_body
 from .combination import combination_tuple
 from .formats import NA, Problem, QuestionSet, ResolutionRow, ResolutionSet, SetQuestion, is_market
-from .keys import RowKey, key_of, question_id
+from .keys import RowKey, key_of, make_key, question_id
 
 
 @dataclass
@@ -53,7 +53,7 @@ class Imported:
 def row_key(row: ResolutionRow, due: str) -> RowKey:
     ids = tuple(row.id) if isinstance(row.id, list) else (row.id,)
     day = None if is_market(row.source) else row.resolution_date
-    return RowKey(due, row.source, ids, day, row.direction)
+    return make_key(due, row.source, ids, day, row.direction)
 
 
 def _fill(text: str, due: str, day: str | None) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .formats import DATASET_SOURCES, SOURCES, allowed_resolution_dates, due_date_of
-from .keys import RowKey
+from .keys import RowKey, make_key
 
 #: More than this share of imputed (missing) forecasts keeps a file off the leaderboard.
 IMPUTED_CUTOFF = 0.05
@@ -117,7 +117,7 @@ def _row(i: int, row: Any, due: str, allowed: set[str]) -> RowKey | Finding:
                 f"resolution date {given!r} is not the due date {due} plus 7, 30, 90, 180, 365, "
                 "1095, 1825 or 3650 days",
             )
-    return RowKey(due, source, ids, day, direction)
+    return make_key(due, source, ids, day, direction)
 
 
 def validate_forecast_set(doc: Any, questions: set[RowKey] | None = None) -> Validation:
