@@ -26,18 +26,18 @@ Paths = str | Path | Sequence[str | Path]
 Backend = Literal["pandas", "polars"]
 BACKENDS: tuple[str, ...] = ("pandas", "polars")
 
-#: The column types, as pandas and polars hold them. ``Int64``, ``Float64`` and ``boolean`` are pandas'
-#: nullable types (missing is ``<NA>``); in polars every type can hold a null. Floats hold NaN where a
-#: value is undefined (a mean of nothing), as numpy does.
+#: The column types: each one's pandas dtype and polars type. ``Int64``, ``Float64`` and ``string`` are
+#: pandas' nullable types (missing is ``<NA>``); in polars every type can hold a null. ``float64`` columns
+#: hold NaN where a value is undefined (a mean of nothing), as numpy does.
 DTYPES: dict[str, tuple[str, str]] = {
     "string": ("string", "String"),
     "category": ("category", "Categorical"),
     "int64": ("int64", "Int64"),
-    "Int64": ("Int64 (nullable)", "Int64"),
+    "Int64": ("Int64", "Int64"),
     "float64": ("float64", "Float64"),
-    "Float64": ("Float64 (nullable)", "Float64"),
+    "Float64": ("Float64", "Float64"),
     "bool": ("bool", "Boolean"),
-    "datetime": ("datetime64[ns, UTC]", "Datetime(UTC)"),
+    "datetime": ("datetime64[us, UTC]", "Datetime(us, UTC)"),
 }
 
 
@@ -121,7 +121,8 @@ def _pandas(schema: Schema, data: Mapping[str, Any]) -> Any:
     for c in schema:
         values = data[c.name]
         if c.dtype == "datetime":
-            columns[c.name] = pd.to_datetime(pd.Series(values, dtype=object), utc=True, format="ISO8601")
+            stamps = pd.to_datetime(pd.Series(values, dtype=object), utc=True, format="ISO8601")
+            columns[c.name] = stamps.astype(DTYPES["datetime"][0])  # the unit pandas infers varies with the values
         elif c.dtype == "category":
             columns[c.name] = pd.Categorical(np.asarray(values, dtype=object))
         elif c.dtype in ("Int64", "Float64"):

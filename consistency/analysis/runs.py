@@ -16,7 +16,7 @@ RUN_COLUMNS = (
     Column("started", "datetime", "When the run started (UTC)."),
     Column("ended", "datetime", "When it ended (UTC)."),
     Column("consistency_version", "string", "The version of consistency that wrote it."),
-    Column("checks", "Int64", "Forecast files (one per check)."),
+    Column("checks", "int64", "Forecast files (one per check)."),
     Column("questions", "Int64", "Questions asked."),
     Column("failed_questions", "Int64", "Questions without a forecast."),
     Column("calls", "Int64", "Model calls."),

@@ -69,6 +69,7 @@ def test_the_polars_frame_equals_the_pandas_frame(results, name):
     schema = analysis.FRAMES[name]
     assert pl_frame.columns == list(pd_frame.columns) == [c.name for c in schema]
     for column in schema:
+        assert str(pd_frame[column.name].dtype) == analysis.DTYPES[column.dtype][0], column.name
         got = pl_frame[column.name]
         if column.dtype == "datetime":
             assert got.dtype == pl.Datetime("us", "UTC")

@@ -124,6 +124,24 @@ def test_runs_df_tells_every_kind_apart(results):
 def test_every_frame_keeps_its_declared_columns_and_types_when_empty():
     df = analysis.tuple_frame([])
     _declared(df, "tuples_df")
-    types = {"int64": "int64", "float64": "float64", "bool": "bool", "category": "category", "string": "string"}
     for column in analysis.TUPLE_COLUMNS:
-        assert str(df[column.name].dtype) == types[column.dtype], column.name
+        assert str(df[column.name].dtype) == analysis.DTYPES[column.dtype][0], column.name
+
+
+def test_the_reference_page_lists_every_frames_columns_from_their_declarations():
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("dataframes_hook", root / "docs" / "hooks" / "dataframes.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = (root / "docs" / "reference" / "dataframes.md").read_text(encoding="utf-8")
+    assert hook.MARKER in page
+    rendered = hook.on_page_markdown(page)
+    for name, columns in analysis.FRAMES.items():
+        assert f"### `{name}`" in rendered
+        for c in columns:
+            pandas, polars = analysis.DTYPES[c.dtype]
+            assert f"| `{c.name}` | `{pandas}` | `{polars}` |" in rendered, (name, c.name)
