@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..jsonl import LineError
+from ..store.layout import FORECASTS_DIR, TUPLES_DIR
 from .frame import AnalysisError, Backend, Column, Paths, build, check_backend, label, read_runs
 
 ATTACK_COLUMNS = (
@@ -21,7 +22,7 @@ ATTACK_COLUMNS = (
     Column("arbitrage", "float64", "Its arbitrage violation (NaN: not scored, see error)."),
     Column("frequentist", "float64", "Its frequentist violation."),
     Column("violated", "bool", "Whether arbitrage exceeds the attack's threshold."),
-    Column("returned", "bool", "Whether the attack returned it (tuples/, forecasts/)."),
+    Column("returned", "bool", f"Whether the attack returned it (in {TUPLES_DIR}/ and {FORECASTS_DIR}/)."),
     Column("error", "string", "Why it was not scored (a failed forecast, a rejected variant); empty when scored."),
 )
 

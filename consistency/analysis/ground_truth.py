@@ -8,12 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from ..store.layout import GROUND_TRUTH
 from .frame import AnalysisError, Backend, Column, Paths, build, check_backend, concat, label, read_runs
 
 GROUND_TRUTH_COLUMNS = (
     Column("run", "category", "The result's directory name."),
     Column("forecaster", "category", "The forecaster's recorded name."),
-    Column("line", "int64", "The line in ground_truth_results.jsonl."),
+    Column("line", "int64", f"The line in {GROUND_TRUTH}."),
     Column("question_id", "string", "The question's id."),
     Column("title", "string", "The question's title."),
     Column("prob", "float64", "The forecast."),

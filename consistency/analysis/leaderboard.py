@@ -7,6 +7,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..store.layout import FORECAST_SUFFIX
 from .frame import Backend, Column, Paths, build, check_backend
 
 if TYPE_CHECKING:
@@ -136,6 +137,6 @@ def _questions(source: str | Path) -> list[ForecastingQuestion]:
     from ..evaluation.ground_truth import read_questions
     from ..forecastbench import load
 
-    if str(source).endswith(".jsonl"):
+    if str(source).endswith(FORECAST_SUFFIX):  # a JSONL file of questions
         return read_questions(source, strict=False)[0]
     return load([str(source)]).imported.questions

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..store.layout import ATTACK_FILE, RUN_FILE
 from .frame import Backend, Column, Paths, build, check_backend, label, read_runs
 
 RUN_COLUMNS = (
@@ -12,7 +13,7 @@ RUN_COLUMNS = (
     Column("kind", "category", "consistency, ground_truth, repair, scored, forecasts or attack."),
     Column("forecaster", "string", "The forecaster's recorded name (else the directory's name)."),
     Column("forecaster_class", "string", "The forecaster's class, when recorded."),
-    Column("status", "string", "complete, partial, failed... as run.json says."),
+    Column("status", "string", f"complete, partial, failed... as {RUN_FILE} (an attack: {ATTACK_FILE}) says."),
     Column("started", "datetime", "When the run started (UTC)."),
     Column("ended", "datetime", "When it ended (UTC)."),
     Column("consistency_version", "string", "The version of consistency that wrote it."),
