@@ -157,20 +157,8 @@ async def generate(
                 finished, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 # in ranking order: a set's order follows memory addresses, which differ between versions of the code
                 for task in sorted(finished, key=launched.__getitem__):
-                    step, line = task.result()
+                    _record(report, options.n, *task.result(), accepted=accepted, rejects=rejects)
                     tried += 1
-                    if step == "accepted":
-                        if report.total >= options.n:
-                            report.surplus += 1
-                            continue
-                        accepted.append(line)
-                        report.written += 1
-                    elif step == SKIPPED:  # recorded with its reason, so a resumed run does not try it again
-                        rejects.append(line)
-                        report.skipped += 1
-                    else:
-                        rejects.append(line)
-                        report.rejected[step] += 1
                 if on_progress:
                     on_progress(report)
         finally:  # done, or stopped by an error: what is in flight is cancelled, every failure is collected
@@ -178,6 +166,24 @@ async def generate(
                 task.cancel()
             await asyncio.gather(*running, *finished, return_exceptions=True)
     return report
+
+
+def _record(
+    report: GenerateReport, n: int, step: str, line: dict[str, Any], *, accepted: AppendLog, rejects: AppendLog
+) -> None:
+    """Count one finished candidate and write it to its file (an accepted tuple beyond ``n`` is surplus)."""
+    if step == "accepted":
+        if report.total >= n:
+            report.surplus += 1
+            return
+        accepted.append(line)
+        report.written += 1
+    elif step == SKIPPED:  # recorded with its reason, so a resumed run does not try it again
+        rejects.append(line)
+        report.skipped += 1
+    else:
+        rejects.append(line)
+        report.rejected[step] += 1
 
 
 async def _make(
