@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..forecasters.llm import BasicForecaster
 from ..models import ForecastingQuestion
-from .console import err, escape, out
+from .console import err, escape, out, say
 from .exits import ExitCode
 from .llm_command import LLMArgs, llm_command, run_calls
 from .options import AsJson
+
+if TYPE_CHECKING:
+    from ..forecasters.asking import Answer
 
 
 @llm_command
@@ -33,53 +35,22 @@ def ask(
     llm_args: LLMArgs,
 ) -> None:
     """Ask a model for the probability that a question resolves YES."""
-    from ..llm.secrets import redact  # a key written into the spec's URL is never printed
+    from ..forecasters.asking import ask as ask_model
 
-    question = ForecastingQuestion(title=title, body=body)
-    model = llm_args.model
-    messages, schema = BasicForecaster(model, reasoning=reasoning).request(question)
-
-    async def run():
+    async def run() -> Answer:
         async with llm_args.client() as llm:
-            return await llm.structured(model, messages, schema), llm.stats
+            return await ask_model(llm, llm_args.model, ForecastingQuestion(title=title, body=body), reasoning)
 
-    result, stats = run_calls(run())
-    summary = {
-        "model": redact(model),
-        "ok": result.ok,
-        "prob": result.value.prob if result.ok else None,
-        "reasoning": getattr(result.value, "reasoning", None) if result.ok else None,
-        "error": result.error,
-        "raw": None if result.ok else result.raw,
-        "cache_hit": result.cache_hit,
-        "latency_s": round(result.latency, 3),
-        "tokens": {"prompt": result.usage.prompt_tokens, "completion": result.usage.completion_tokens},
-        "cost_usd": result.usage.cost,
-        "calls": stats.calls,
-        "retries": stats.retries,
-    }
+    answer = run_calls(run())
+    result = answer.result
     if as_json:
-        out.print_json(json.dumps(summary))
+        out.print_json(json.dumps(answer.summary()))
     elif result.ok:
-        out.print(f"[bold]{result.value.prob:.3f}[/bold]  {escape(getattr(result.value, 'reasoning', ''))}".rstrip())
-        cost = "unknown price" if result.usage.cost is None or not _priced(model) else f"${result.usage.cost:.5f}"
-        source = "cache" if result.cache_hit else f"{stats.calls} call(s), {stats.retries} retries"
-        err.print(
-            f"{escape(redact(model))}: {result.latency:.2f}s, {source}, "
-            f"{result.usage.prompt_tokens}+{result.usage.completion_tokens} tokens, {cost}"
-        )
+        out.print(f"[bold]{result.value.prob:.3f}[/bold]  {escape(answer.reasoning or '')}".rstrip())
+        say([answer.usage_line()])
     else:
         err.print(f"[red]failed[/red]: {escape(result.error or '')}")
         if result.raw:
             err.print(f"raw answer: {escape(result.raw[:500])}")
     if not result.ok:
         raise typer.Exit(ExitCode.FAILED)
-
-
-def _priced(model: str) -> bool:
-    """Whether the price table knows ``model``: a cache hit costs nothing, but for an unpriced model that
-    is still "unknown price", as for the call that filled the cache, not ``$0.00000``."""
-    from ..llm.accounting import price_table
-    from ..llm.specs import parse_model_spec
-
-    return parse_model_spec(model).model in price_table()

@@ -42,6 +42,12 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def say(lines: Iterable[str], console: Console | None = None) -> None:
+    """Sentences the library wrote (plain text, never markup), one a line, on stderr by default."""
+    for line in lines:
+        (console or err).print(line, markup=False)
+
+
 def print_skipped(
     errors: Sequence[Any], listed_in: str | None, what: str = "input line(s) skipped", limit: int = 5
 ) -> None:
@@ -137,4 +143,4 @@ def violations(report: ScoreReport) -> Table:
     )
 
 
-__all__ = ["err", "escape", "fmt", "out", "pct", "print_skipped", "show", "table", "violations"]
+__all__ = ["err", "escape", "fmt", "out", "pct", "print_skipped", "say", "show", "table", "violations"]

@@ -4,38 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from ..evaluation import EvaluationResult, RunOptions
+from ..evaluation import Estimate, EvaluationResult, RunOptions
 from ..evaluation.reading import how_to_read
 from ..evaluation.request import Gates, Priced, Request, run_request
+from ..evaluation.telling import after_stop, cap_sentence, closing_lines, estimate_notes, scores_text, totals_lines
 from ..llm import LLMSettings
 from ..store.layout import GROUND_TRUTH_SUMMARY, SUMMARY
-from ..store.meta import Totals
-from ..store.records import truth_summary_of
 from .bounds import positive
-from .console import err, escape, fmt, out, print_skipped, violations
-from .cost_view import print_estimate, stopped_at_cap
+from .console import err, escape, out, print_skipped, say, table, violations
 from .errors import handle_errors
 from .exits import ExitCode
 from .llm_command import llm_settings_command, shared_options
 from .options import AsJson, Bootstrap, Checks, Concurrency, Epsilon, Forecaster, ForecasterOptions
 from .progress import RunBar
-
-
-def _after(exc: BaseException, kwargs: dict[str, Any]) -> str | None:
-    """Where a stopped run is, and how to finish it."""
-    run_dir = getattr(exc, "run_dir", None) or (
-        kwargs.get("resume_dir") if isinstance(exc, KeyboardInterrupt) else None
-    )
-    if run_dir is None:
-        return "before the run directory was made: nothing to resume" if isinstance(exc, KeyboardInterrupt) else None
-    if isinstance(exc, KeyboardInterrupt):
-        return f"finished forecasts are saved in {run_dir}; resume with: cc evaluate --resume {run_dir}"
-    return f"run directory: {run_dir} (failed); once fixed, resume it with: cc evaluate --resume {run_dir}"
-
 
 FailOnError = Annotated[
     float | None,
@@ -63,7 +48,7 @@ gate_options = shared_options(
 )
 
 
-@handle_errors(after=_after)
+@handle_errors(after=lambda exc, kwargs: after_stop(exc, kwargs.get("resume_dir")))
 @llm_settings_command
 @gate_options
 def evaluate_cmd(
@@ -162,51 +147,35 @@ def _explicit() -> set[str]:
 
 
 def _print(result: EvaluationResult, as_json: bool) -> None:
-    record = result.record
-    summary = truth_summary_of(record) if result.report is None else None
-    if summary is not None:
-        if as_json:
-            out.print_json(json.dumps(record.summary))
-        else:
-            out.print(
-                f"questions {summary.total_questions}  scored {summary.scored}  failed {summary.failed} "
-                f"({fmt(summary.fraction_failed, 3)})\n"
-                f"Brier score {fmt(summary.avg_brier_score)}  log score {fmt(summary.avg_log_score)} bits  "
-                f"calibration error {fmt(summary.calibration_error)}"
-            )
-    elif as_json:
-        out.print_json((result.run_dir / SUMMARY).read_text(encoding="utf-8"))
+    scores = scores_text(result)
+    if as_json:
+        out.print_json(json.dumps(result.record.summary) if scores else (result.run_dir / SUMMARY).read_text("utf-8"))
     else:
-        out.print(violations(result.report))
-    note = None if as_json else how_to_read(result.run_dir, record)
-    if note:
-        out.print(note, markup=False, highlight=False)
-    totals, session = record.totals or Totals(), record.session_totals()
-    part, count = "", len(record.sessions or [])
-    if count > 1:
-        part = (
-            f" over {count} sessions (this one: {session.calls or 0} calls, {session.cache_hits or 0} "
-            f"cache hits, ${session.cost or 0:.4f})"
-        )
-    err.print(
-        f"{record.questions or 0} questions, {len(result.failures)} failed; "
-        f"{totals.calls or 0} model calls, {totals.cache_hits or 0} cache hits, ${totals.cost or 0:.4f}"
-        f"{part}"
-        + (
-            " (a bot's own LLM calls go through litellm and are not counted here)"
-            if record.forecaster and record.forecaster.bot
-            else ""
-        )
-    )
-    unresolved = (summary.unresolved or 0) if summary else 0
-    if summary is not None and unresolved and summary.scored:
-        err.print(f"[yellow]{unresolved} answered question(s) have no resolution[/yellow]: forecast, not scored")
-    summary_file = GROUND_TRUTH_SUMMARY if result.report is None else SUMMARY
-    print_skipped(result.skipped, str(result.run_dir / summary_file))
-    for failure in result.failures[:5]:
-        err.print(f"  failed {escape(failure['question_id'])}: {escape(str(failure['error']))}")
-    if len(result.failures) > 5:
-        err.print(f"  ... and {len(result.failures) - 5} more (listed in {SUMMARY})")
-    err.print(f"run directory: [bold]{escape(str(result.run_dir))}[/bold] ({record.status})")
-    if record.status != "complete" or result.failures:
-        err.print(f"retry what is missing with: cc evaluate --resume {escape(str(result.run_dir))}")
+        out.print(violations(result.report) if result.report is not None else scores, markup=False)
+        note = how_to_read(result.run_dir, result.record)
+        if note:
+            out.print(note, markup=False)
+    say(totals_lines(result))
+    print_skipped(result.skipped, str(result.run_dir / (SUMMARY if scores is None else GROUND_TRUTH_SUMMARY)))
+    say(closing_lines(result))
+
+
+def stopped_at_cap(result: EvaluationResult) -> None:
+    """The spending cap stopped the run: say where it stands and how to go on, and exit with its own code."""
+    say([cap_sentence(result)])
+    raise typer.Exit(ExitCode.SPENDING_CAP)
+
+
+def print_estimate(found: Estimate, as_json: bool, max_cost: float | None = None) -> None:
+    """The dry run's figures: per model and in total (a table, or JSON), then how they were had."""
+    if as_json:
+        out.print_json(json.dumps(found.as_dict()))
+        return
+    rows = [(m.model, m.calls, m.cache_hits, m.prompt_tokens, m.completion_tokens,
+             "no price" if m.cost is None else f"{m.cost:.4f}") for m in found.models]  # fmt: skip
+    if len(found.models) != 1:
+        f = found
+        rows.append(("total", f.calls, f.cache_hits, f.prompt_tokens, f.completion_tokens, f"{f.cost:.4f}"))
+    columns = ("model", "calls", "cache hits", "prompt tokens", "completion tokens", "USD")
+    out.print(table(f"What the run would ask: {found.forecaster}", columns, rows, title_justify="left"))
+    say(estimate_notes(found, max_cost))

@@ -28,6 +28,7 @@ from .console import err
 
 if TYPE_CHECKING:
     from ..evaluation import Tally
+    from ..llm.batch import BatchProgress
 
 #: Seconds between plain progress lines of a task that changes.
 INTERVAL = 5.0
@@ -229,46 +230,27 @@ def working(text: str, console: Console | None = None) -> Iterator[None]:
 
 class RunBar:
     """``cc evaluate``'s display, fed by the run's callbacks (:class:`~consistency.evaluation.RunOptions`):
-    questions done out of the run's total, with failed, cached and cost so far, and in batch mode a
-    second line with the batches' state."""
+    the run's :class:`~consistency.evaluation.Tally`, and in batch mode a second line with the batches' state."""
 
-    def __init__(self, progress: Progress | None = None) -> None:
-        from ..evaluation import Tally
-
-        self.tally: Tally = Tally()
-        self.progress = progress or Progress()
+    def __init__(self) -> None:
+        self.progress = Progress()
         self.task: Task | None = None
         self.batches: Task | None = None
 
     def start(self, tally: Tally) -> None:
         self.tally = tally
-        self.progress.start()
-        self.task = self.progress.task("forecasting", total=tally.total, completed=tally.done, info=self._info())
+        self.task = self.progress.start().task("forecasting", tally.total, tally.done, tally.text())
 
     def record(self, record: dict[str, Any]) -> None:
-        ok = record.get("forecast") is not None
-        self.tally.done += ok
-        self.tally.failed += not ok
-        self.tally.cached += bool(record.get("calls")) and record.get("cache_hits") == record.get("calls")
-        self.tally.cost += record.get("cost") or 0.0
+        self.tally.add(record)
         if self.task is not None:
-            self.task.update(completed=self.tally.done + self.tally.failed, info=self._info())
+            self.task.update(completed=self.tally.finished, info=self.tally.text())
 
-    def batch(self, progress: Any) -> None:
-        """Batch mode: the batches' state (called whenever a batch changes)."""
-        p = progress
-        info = (
-            f"{p.batches} submitted ({p.requests} requests)  in progress {p.in_progress}  "
-            f"answered {p.completed}  failed {p.failed}  expected ${p.expected_cost:.4f}"
-        )
+    def batch(self, progress: BatchProgress) -> None:
         if self.batches is None:
-            self.batches = self.progress.task("batches", total=None, info=info)
+            self.batches = self.progress.task("batches", total=None, info=progress.text())
         else:
-            self.batches.update(info=info)
-
-    def _info(self) -> str:
-        t = self.tally
-        return f"failed {t.failed}  cached {t.cached}  ${t.cost:.4f}"
+            self.batches.update(info=progress.text())
 
     def stop(self) -> None:
         self.progress.stop()  # never started (an error before the run): nothing to close

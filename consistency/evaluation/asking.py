@@ -83,6 +83,22 @@ class Tally:
     cached: int = 0
     cost: float = 0.0
 
+    def add(self, record: dict[str, Any]) -> None:
+        """Count one finished question's journal record: answered or failed, served whole from the cache, its cost."""
+        ok = record.get("forecast") is not None
+        self.done += ok
+        self.failed += not ok
+        self.cached += bool(record.get("calls")) and record.get("cache_hits") == record.get("calls")
+        self.cost += record.get("cost") or 0.0
+
+    @property
+    def finished(self) -> int:
+        """Questions with a result, answered or failed."""
+        return self.done + self.failed
+
+    def text(self) -> str:
+        return f"failed {self.failed}  cached {self.cached}  ${self.cost:.4f}"
+
 
 def question_key(question: ForecastingQuestion) -> str:
     """Questions are the same when their id and text are: a reused id with new text is a new question."""

@@ -109,6 +109,12 @@ class BatchProgress:
     http_requests: int = 0  # to the Files and Batch API (uploads, creations, polls, downloads)
     states: dict[str, str] = field(default_factory=dict)  # local id → state
 
+    def text(self) -> str:
+        return (
+            f"{self.batches} submitted ({self.requests} requests)  in progress {self.in_progress}  "
+            f"answered {self.completed}  failed {self.failed}  expected ${self.expected_cost:.4f}"
+        )
+
 
 # ----------------------------------------------------------------------------- collector
 @dataclass
