@@ -10,12 +10,12 @@ from typing import Annotated
 
 import typer
 
-from ..questions import QuestionReport, verify_questions
+from ..questions import verify_questions
 from ..questions.making import Making, NewsSources, Titling, complete, day, given, synthetic, window
 from ..questions.making import related as related_to
 from ..store.layout import resolved_file
 from .bounds import positive
-from .console import err, escape, out, questions_of
+from .console import err, escape, out, questions_of, say
 from .errors import SAVED, handle_errors
 from .llm_command import LLMArgs, llm_command, shared_options
 
@@ -54,24 +54,16 @@ titling_options = shared_options(
 )
 
 
-def _report(report: QuestionReport) -> None:
-    out.print(
-        f"{report.written} new question(s) in {escape(str(report.path))}"
-        + (f" ({report.already} from an earlier run)" if report.already else "")
-    )
-    for step, count in sorted(report.rejected.items()):
-        out.print(f"  rejected at {escape(step)}: {count} (reasons in {escape(str(report.rejects_path))})")
-
-
 def _make(titles_of, out_path: Path, making: Making, llm_args: LLMArgs, metadata: dict | None = None) -> None:
     """Titles, then bodies and resolution dates (and verification), with the model's usage said at the end."""
 
     def said(count: int) -> None:
         err.print(f"{count} distinct title(s); writing bodies and resolution dates")
 
-    _report(
-        llm_args.run(lambda llm: complete(titles_of, out_path, llm, llm_args.model, making, metadata, on_titles=said))
+    report = llm_args.run(
+        lambda llm: complete(titles_of, out_path, llm, llm_args.model, making, metadata, on_titles=said)
     )
+    say(report.lines(), out)
 
 
 @app.command("synth")
@@ -142,7 +134,7 @@ def verify_cmd(
 ) -> None:
     """Keep questions that are clear, coherent, precisely resolvable and about real events (score >= threshold)."""
     pool = questions_of(questions)
-    _report(llm_args.run(lambda llm: verify_questions(pool, out_path, llm, llm_args.model, threshold)))
+    say(llm_args.run(lambda llm: verify_questions(pool, out_path, llm, llm_args.model, threshold)).lines(), out)
 
 
 @app.command("scrape")
@@ -224,24 +216,7 @@ def scrape_cmd(
             task.update(completed=report.written, info=info)
 
         report = job(on_page)
-    _scraped(report, source)
-
-
-def _scraped(report, source: str) -> None:
-    out.print(
-        f"{report.written} new {source} question(s) in {escape(str(report.path))}"
-        + (f" ({report.already} already there)" if report.already else "")
-    )
-    for reason, count in report.skipped.most_common():
-        out.print(f"  skipped {count}: {escape(reason)}")
-    out.print(
-        f"  {report.pages} page(s), {report.requests} request(s), {report.retries} retried, "
-        f"{report.cache_hits} from the page cache" + ("" if report.finished else "; more remain (--resume)")
-    )
-    for bad in report.bad_pages:
-        out.print(f"  unusable page: {escape(bad.url)}: {escape(bad.reason)}")
-    if any(bad.position is not None for bad in report.bad_pages):
-        out.print("  --resume reads the listing again from the first unusable page (the rest from the page cache)")
+    say(report.lines(), out)
 
 
 @app.command("news")
@@ -289,12 +264,7 @@ def news_cmd(
     settings = {"horizon_days": horizon_days, "per_article": per_article, "threshold": threshold, "span": span,
                 "rephrase": rephrase, "verifier_model": verifier_model}  # fmt: skip
     report = llm_args.run(lambda llm: questions_from_news(kept, out_path, llm, llm_args.model, **settings))
-    out.print(
-        f"{report.written} new question(s) from {len(kept) - report.already} article(s) in {escape(str(report.path))}"
-        + (f" ({report.already} article(s) done in an earlier run)" if report.already else "")
-    )
-    for step, count in sorted(report.rejected.items()):
-        out.print(f"  rejected at {escape(step)}: {count} (reasons in {escape(str(report.rejects_path))})")
+    say(report.lines(), out)
 
 
 @app.command("resolve")
@@ -327,7 +297,4 @@ def resolve_cmd(
         lambda llm: resolve_questions(pool, llm, llm_args.model, as_of=as_of_day, votes=votes)
     )
     write_jsonl(target, resolved)
-    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())) or "none"
-    out.print(f"{report.asked} question(s) asked ({outcomes}); {len(resolved)} written to {escape(str(target))}")
-    for why, count in sorted(report.untouched.items()):
-        out.print(f"  left as they were: {count} {escape(why)}")
+    say(report.lines(len(resolved), target), out)

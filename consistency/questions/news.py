@@ -25,7 +25,7 @@ from consistency.jsonl import AppendLog
 from consistency.llm import LLM
 from consistency.models import ForecastingQuestion
 from consistency.prompts import question_block, render
-from consistency.questions.pipeline import rejects_path_for, verify_question
+from consistency.questions.pipeline import rejected_lines, rejects_path_for, verify_question
 from consistency.sources.news import Article
 
 log = logging.getLogger(__name__)
@@ -78,6 +78,15 @@ class NewsReport:
     already: int = 0  # articles handled by an earlier run
     written: int = 0
     rejected: Counter = field(default_factory=Counter)
+
+    def lines(self) -> list[str]:
+        """What was written from how many articles, and how many questions each step rejected."""
+        earlier = f" ({self.already} article(s) done in an earlier run)" if self.already else ""
+        read = self.articles - self.already
+        return [
+            f"{self.written} new question(s) from {read} article(s) in {self.path}{earlier}",
+            *rejected_lines(self.rejected, self.rejects_path),
+        ]
 
 
 def _article_fields(a: Article) -> dict[str, str]:

@@ -45,6 +45,19 @@ class QuestionReport:
     written: int = 0
     rejected: Counter = field(default_factory=Counter)
 
+    def lines(self) -> list[str]:
+        """What was written where, and how many titles each step rejected (the reasons are in a file)."""
+        earlier = f" ({self.already} from an earlier run)" if self.already else ""
+        return [
+            f"{self.written} new question(s) in {self.path}{earlier}",
+            *rejected_lines(self.rejected, self.rejects_path),
+        ]
+
+
+def rejected_lines(rejected: Counter, rejects_path: Path) -> list[str]:
+    """One line per step that rejected questions, with where the reasons are."""
+    return [f"  rejected at {step}: {count} (reasons in {rejects_path})" for step, count in sorted(rejected.items())]
+
 
 def rejects_path_for(path: Path) -> Path:
     return rejects_file(path)

@@ -13,6 +13,7 @@ import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -33,6 +34,12 @@ class ResolveReport:
     asked: int = 0
     outcomes: Counter = field(default_factory=Counter)  # yes / no / unknown / failed
     untouched: Counter = field(default_factory=Counter)  # already resolved / not yet due / no resolution date
+
+    def lines(self, written: int, target: Path) -> list[str]:
+        """How many were asked with what outcomes, where ``written`` questions went, and why others were left."""
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())) or "none"
+        lines = [f"{self.asked} question(s) asked ({outcomes}); {written} written to {target}"]
+        return lines + [f"  left as they were: {count} {why}" for why, count in sorted(self.untouched.items())]
 
 
 def _majority(answers: list[ResolutionAnswer]) -> str:

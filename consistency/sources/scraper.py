@@ -186,6 +186,22 @@ class ScrapeReport:
     def state_path(self) -> Path:
         return state_path_for(self.path)
 
+    def lines(self) -> list[str]:
+        """What was written, why questions were skipped, the traffic, and the pages that could not be used."""
+        earlier = f" ({self.already} already there)" if self.already else ""
+        lines = [f"{self.written} new {self.source} question(s) in {self.path}{earlier}"]
+        lines += [f"  skipped {count}: {reason}" for reason, count in self.skipped.most_common()]
+        lines.append(
+            f"  {self.pages} page(s), {self.requests} request(s), {self.retries} retried, "
+            f"{self.cache_hits} from the page cache" + ("" if self.finished else "; more remain (--resume)")
+        )
+        lines += [f"  unusable page: {bad.url}: {bad.reason}" for bad in self.bad_pages]
+        if any(bad.position is not None for bad in self.bad_pages):
+            lines.append(
+                "  --resume reads the listing again from the first unusable page (the rest from the page cache)"
+            )
+        return lines
+
 
 def state_path_for(path: Path) -> Path:
     return scrape_state_file(path)
