@@ -1,8 +1,10 @@
-"""A decorator giving a command the model option and the shared LLM options in one line.
+"""The LLM options every command that calls a model shares, declared once, and the decorator that gives
+a command all of them in one line.
 
-The generation commands all call models the same way; declaring a dozen identical options in
-each would repeat them five times. ``@llm_command`` appends them to the command's signature
-(typer reads it) and hands the command one :class:`LLMArgs`.
+``@llm_command`` appends the model option and the shared options to the command's signature (typer
+reads it) and hands the command one :class:`LLMArgs`; ``@llm_settings_command`` (``cc evaluate``, which
+names its models otherwise) hands it the :class:`~consistency.llm.LLMSettings` alone. Each option's
+parameter is named after the settings field it sets, so the values go to the settings as they are.
 """
 
 from __future__ import annotations
@@ -18,48 +20,59 @@ from typing import Annotated, Any
 
 import typer
 
-from ..llm import LLM, LLMSettings, RunStats
-from . import llm_options as opt
-from .console import err
+from ..llm import LLM, LLMSettings
+from .bounds import positive
+from .console import say
 
 T = typing.TypeVar("T")
 
-Model = Annotated[
-    str, typer.Option("--model", "-m", help="Model spec: gpt-4o, openrouter/..., URL::model, or local (bundled).")
-]
-Transcript = Annotated[
-    Path | None, typer.Option("--transcript", help="Append every model call (prompt, answer, usage) to this JSONL.")
-]
+
+def _fallback(value: str) -> str:
+    if value not in ("batch", "direct"):
+        raise typer.BadParameter(f"must be 'batch' or 'direct', not {value!r}")
+    return value
+
 
 _OPTIONS: dict[str, tuple[Any, Any]] = {
-    "model": (Model, "local"),
-    "max_connections": (opt.MaxConnections, 16),
-    "rpm": (opt.RequestsPerMinute, None),
-    "tpm": (opt.TokensPerMinute, None),
-    "timeout": (opt.Timeout, 60.0),
-    "max_attempts": (opt.MaxAttempts, 6),
-    "no_cache": (opt.NoCache, False),
-    "cost_limit": (opt.CostLimit, None),
-    "batch": (opt.Batch, False),
-    "batch_fallback": (opt.BatchFallback, "batch"),
-    "batch_poll": (opt.BatchPoll, 5.0),
-    "transcript": (Transcript, None),
-}
+    "model": (Annotated[str, typer.Option("--model", "-m", help="Model spec: gpt-4o, openrouter/..., URL::model, "
+                                          "or local (bundled).")], "local"),
+    "max_connections": (Annotated[int, typer.Option("--max-connections", min=1,
+                                                    help="Concurrent requests per model.")], 16),
+    "requests_per_minute": (Annotated[float | None, typer.Option("--rpm", min=0, help="Requests per minute per model "
+                                                                 "(default or 0: no limit).")], None),
+    "tokens_per_minute": (Annotated[float | None, typer.Option("--tpm", min=0, help="Tokens per minute per model "
+                                                               "(default or 0: no limit).")], None),
+    "timeout": (Annotated[float, typer.Option("--timeout", min=0, callback=positive,
+                                              help="Seconds per request before it is retried.")], 60.0),
+    "max_attempts": (Annotated[int, typer.Option("--max-attempts", min=1,
+                                                 help="HTTP attempts per call on 429/5xx/timeouts.")], 6),
+    "no_cache": (Annotated[bool, typer.Option("--no-cache/--cache", help="Neither read nor write the response cache "
+                                              "(--cache: use it, e.g. on a resume).")], False),
+    "cost_limit": (Annotated[float | None, typer.Option("--cost-limit", min=0, help="Stop issuing calls once this "
+                                                        "many USD are spent.")], None),
+    "batch": (Annotated[bool, typer.Option("--batch", help="Send requests through the provider's Batch API (/v1/files "
+                                           "+ /v1/batches): about half the price, answers within 24 h; resumable. "
+                                           "See the guide 'Batch mode and cc batches'.")], False),
+    "batch_fallback": (Annotated[str, typer.Option("--batch-fallback", callback=_fallback, help="With --batch, where "
+                                                   "answers that failed validation are asked again: batch (a follow-up "
+                                                   "batch) or direct.")], "batch"),
+    "batch_poll": (Annotated[float, typer.Option("--batch-poll", min=0, callback=positive, help="With --batch, seconds "
+                                                 "before the first poll of a batch (then x1.5).")], 5.0),
+    "transcript": (Annotated[Path | None, typer.Option("--transcript", help="Append every model call (prompt, answer, "
+                                                       "usage) to this JSONL.")], None),
+}  # fmt: skip
+
+
+def settings(no_cache: bool = False, **values: Any) -> LLMSettings:
+    """The LLM settings of the shared options' values (``--no-cache`` is the settings' ``cache=False``)."""
+    return LLMSettings(cache=not no_cache, **values)
 
 
 @dataclass
 class LLMArgs:
     model: str
-    values: dict[str, Any]
+    settings: LLMSettings
     transcript: Path | None
-
-    @property
-    def hosted(self) -> bool:
-        return self.model != "local"
-
-    @property
-    def settings(self) -> LLMSettings:
-        return opt.settings(**{k: v for k, v in self.values.items()})
 
     def client(self) -> LLM:
         return LLM(self.settings, transcript=self.transcript)
@@ -70,7 +83,7 @@ class LLMArgs:
         async def session() -> T:
             async with self.client() as llm:
                 result = await work(llm)
-            print_usage(llm.stats)
+            say([llm.stats.text()])
             return result
 
         return run_calls(session())
@@ -103,31 +116,16 @@ def shared_options(options: dict[str, tuple[Any, Any]], param: str, build: Calla
     return decorate
 
 
-def _llm_args(values: dict[str, Any]) -> LLMArgs:
-    model, transcript = values.pop("model"), values.pop("transcript")
-    return LLMArgs(model, values, transcript)
-
-
 #: Decorates a command whose last parameter is ``llm_args: LLMArgs``.
-llm_command = shared_options(_OPTIONS, "llm_args", _llm_args)
-
+llm_command = shared_options(
+    _OPTIONS, "llm_args", lambda v: LLMArgs(v.pop("model"), transcript=v.pop("transcript"), settings=settings(**v))
+)
 
 #: Decorates a command that names its models otherwise (``cc evaluate --forecaster``); its last
 #: parameter is ``llm_settings: LLMSettings``.
 llm_settings_command = shared_options(
-    {k: v for k, v in _OPTIONS.items() if k not in ("model", "transcript")},
-    "llm_settings",
-    lambda values: opt.settings(**values),
+    {k: v for k, v in _OPTIONS.items() if k not in ("model", "transcript")}, "llm_settings", lambda v: settings(**v)
 )
-
-
-def print_usage(stats: RunStats) -> None:
-    """Calls, tokens and cost of a run, on stderr."""
-    cost = f"${stats.cost:.4f}" + (f" (+{stats.unpriced_calls} unpriced calls)" if stats.unpriced_calls else "")
-    err.print(
-        f"LLM: {stats.calls} calls, {stats.cache_hits} cache hits, {stats.retries} retries, {stats.failures} failures; "
-        f"{stats.prompt_tokens}+{stats.completion_tokens} tokens; {cost}"
-    )
 
 
 def run_calls(work: Coroutine[Any, Any, T]) -> T:

@@ -1,6 +1,6 @@
 """Options several commands share, declared once each (an ``Annotated`` type per option; the default stays
 in each command's signature). Light to import: typer only, so that ``--help`` stays fast. The
-LLM options are in :mod:`.llm_options`, those of the long-table commands in :mod:`.table_options`."""
+LLM options are in :mod:`.llm_command`, those of the long-table commands in :mod:`.table_options`."""
 
 from __future__ import annotations
 

@@ -77,6 +77,14 @@ class RunStats:
     def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
 
+    def text(self) -> str:
+        """Calls, cache hits, retries, failures, tokens and cost in one line (what a command says at its end)."""
+        cost = f"${self.cost:.4f}" + (f" (+{self.unpriced_calls} unpriced calls)" if self.unpriced_calls else "")
+        return (
+            f"LLM: {self.calls} calls, {self.cache_hits} cache hits, {self.retries} retries, {self.failures} failures; "
+            f"{self.prompt_tokens}+{self.completion_tokens} tokens; {cost}"
+        )
+
 
 class Transcript:
     """``llm_calls.jsonl``: one line per call, secrets scrubbed, appended as calls finish."""
