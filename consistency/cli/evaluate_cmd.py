@@ -18,6 +18,7 @@ from .bounds import positive
 from .console import err, escape, out, print_skipped, say, table, violations
 from .errors import handle_errors
 from .exits import ExitCode
+from .lazy import typed_options
 from .llm_command import llm_settings_command, shared_options
 from .options import AsJson, Bootstrap, Checks, Concurrency, Epsilon, Forecaster, ForecasterOptions
 from .progress import RunBar
@@ -114,7 +115,7 @@ def evaluate_cmd(
     options = RunOptions(concurrency=concurrency, timeout=forecast_timeout, llm=llm_settings, max_cost=max_cost,
                          on_start=bar.start, on_record=bar.record, on_batch=bar.batch)  # fmt: skip
     try:
-        result = run_request(request, options, resume_dir=resume_dir, explicit=_explicit(), dry_run=dry_run,
+        result = run_request(request, options, resume_dir=resume_dir, explicit=typed_options(), dry_run=dry_run,
                              say=lambda notice: err.print(notice, markup=False))  # fmt: skip
     finally:
         bar.stop()
@@ -129,21 +130,6 @@ def evaluate_cmd(
         err.print(f"[red]failed[/red]: {escape(sentence)}")
     if failures:
         raise typer.Exit(ExitCode.FAILED)
-
-
-def _explicit() -> set[str]:
-    """The parameters the user typed (not left at their defaults)."""
-    try:  # typer >= 0.2x carries its own copy of click (as in .lazy)
-        from typer._click.core import ParameterSource
-        from typer._click.globals import get_current_context
-    except ImportError:  # pragma: no cover - older typer uses click itself
-        from click import get_current_context  # type: ignore[no-redef]
-        from click.core import ParameterSource  # type: ignore[no-redef]
-
-    ctx = get_current_context(silent=True)
-    if ctx is None:
-        return set()
-    return {name for name in ctx.params if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
 
 
 def _print(result: EvaluationResult, as_json: bool) -> None:

@@ -9,11 +9,10 @@ from typing import Annotated
 import typer
 
 from ..errors import InputError
-from ..generate.chains import NO_HORIZON
 from ..generate.pipeline import GenerateOptions, GenerateReport
 from ..generate.run import Makers, around_question, choose_checks, choose_makers, generate_checks, shortfall
 from ..llm import LLM
-from .console import err, escape, out, questions_of
+from .console import err, escape, out, questions_of, say
 from .errors import SAVED, handle_errors
 from .exits import ExitCode
 from .llm_command import LLMArgs, llm_command
@@ -91,14 +90,12 @@ def generate_cmd(
         err.print(f"instantiator: [bold]{makers.instantiator}[/bold] ({why}; pass --instantiator to choose)")
     options = GenerateOptions(
         n=n, candidates=candidates, top=top, prefilter=prefilter, seed=seed, around=source,
-        concurrency=llm_args.settings.width(llm_args.values["max_connections"], n),
+        concurrency=llm_args.settings.width(llm_args.settings.max_connections, n),
     )  # fmt: skip
     reports, skipped = llm_args.run(lambda llm: _run(checks, pool, out_dir, options, makers, llm))
     for report in reports:
-        _print_report(report)
-        short = shortfall(report, options, len(pool))
-        if short:
-            err.print(f"[yellow]{escape(short)}[/yellow]")
+        say(report.lines(), out)
+        say(filter(None, [shortfall(report, options, len(pool))]))
     for name, reason in skipped:  # e.g. fewer base questions than the check needs
         err.print(f"[yellow]{escape(name)}: not generated: {escape(reason)}[/yellow]")
     if not any(r.total for r in reports):
@@ -112,25 +109,8 @@ async def _run(checks, pool, out_dir: Path, options: GenerateOptions, makers: Ma
             task = progress.task(check.class_name, total=options.n)
 
             def show(r: GenerateReport) -> None:
-                rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
-                skipped = f", {r.skipped} skipped" if r.skipped else ""
-                task.update(completed=r.total, info=f"{rejected} rejected{skipped}, {llm.stats.calls} calls")
+                task.update(completed=r.total, info=f"{r.progress_text()}, {llm.stats.calls} calls")
 
             return show
 
         return await generate_checks(checks, pool, out_dir, options, makers, llm, track)
-
-
-def _print_report(report: GenerateReport) -> None:
-    out.print(
-        f"[bold]{report.check}[/bold]: {report.written} new tuple(s), {report.total} in {escape(str(report.path))}"
-        + (f" ({report.already} from an earlier run)" if report.already else "")
-        + f"; {report.candidates} candidate base assignment(s)"
-    )
-    if report.skipped:
-        out.print(f"  skipped {report.skipped} question(s): {escape(NO_HORIZON)}")
-    for step, count in sorted(report.rejected.items()):
-        if count:
-            out.print(f"  rejected at {escape(step)}: {count}")
-    if report.skipped or any(not k.startswith("relevance") and v for k, v in report.rejected.items()):
-        out.print(f"  reasons: {escape(str(report.rejects_path))}")

@@ -19,13 +19,15 @@ from typing import Any, ClassVar
 import typer
 
 try:  # typer >= 0.2x carries its own copy of click
-    from typer._click.core import Command, Context
+    from typer._click.core import Command, Context, ParameterSource
     from typer._click.exceptions import UsageError
+    from typer._click.globals import get_current_context
 except ImportError:  # pragma: no cover - older typer uses click itself
-    from click import Command, Context  # type: ignore[no-redef]
+    from click import Command, Context, get_current_context  # type: ignore[no-redef]
+    from click.core import ParameterSource  # type: ignore[no-redef]
     from click.exceptions import UsageError  # type: ignore[no-redef]
 
-__all__ = ["Command", "Context", "LazyTyper"]
+__all__ = ["Command", "Context", "LazyTyper", "typed_options"]
 from typer.core import TyperCommand, TyperGroup
 from typer.main import get_command_from_info, get_group
 from typer.models import CommandInfo
@@ -191,3 +193,11 @@ class LazyTyper(typer.Typer):
     def lazy_commands(self) -> dict[str, str]:
         """Registered names and their ``module:attribute`` targets, in registration order."""
         return {name: entry.target for name, entry in self._lazy.items()}
+
+
+def typed_options() -> set[str]:
+    """The parameters of the running command that the user typed (not left at their defaults)."""
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return set()
+    return {name for name in ctx.params if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -93,36 +92,6 @@ def _forecastbench(
                         all_rounds=all_rounds)  # fmt: skip
     for note in board.notes:
         err.print(f"note: {escape(note)}", soft_wrap=True)
-    doc = {"rounds": board.rounds, "difficulty": board.scale, "bootstrap": bootstrap,
-           "standings": [s.as_forecastbench() for s in board.standings]}  # fmt: skip
-    show(doc, as_json, lambda: _fb_table(board, bootstrap))
-
-
-def _fb_table(board, bootstrap: int):
-    def index(score) -> str:
-        return "-" if math.isnan(score.index) else f"{score.index:.1f}"
-
-    def ci(score) -> str:
-        return "-" if score.low is None else f"[{score.low:.1f}, {score.high:.1f}]"
-
-    def brier(score) -> str:
-        return "-" if math.isnan(score.brier) else f"{score.brier:.3f}"
-
-    scale = "two-way fixed effects of the forecasters given" if board.scale == "fitted" else escape(board.scale)
-    caption = (
-        f"rounds {', '.join(board.rounds)}; difficulty: {scale}; "
-        + (f"95% intervals from {bootstrap} question-bootstrap replicates" if bootstrap else "no intervals")
-        + "; Brier D/M/O: ForecastBench's Brier Dataset/Market/Overall (--json: its column names)"
-    )
-    # ForecastBench's columns, under short headers so that the table fits a terminal.
-    columns = ["Rank", "Model", "Dataset", "N", "95% CI", "Market", "N", "95% CI", "Overall", "N", "95% CI",
-               "Brier D", "Brier M", "Brier O"]  # fmt: skip
-    rows = [
-        (s.rank, escape(s.forecaster), index(s.dataset), s.dataset.n, ci(s.dataset), index(s.market), s.market.n,
-         ci(s.market), index(s.overall), s.overall.n, ci(s.overall), brier(s.dataset), brier(s.market),
-         brier(s.overall))
-        for s in board.standings
-    ]  # fmt: skip
-    title = "ForecastBench leaderboard (Brier Index: 100 perfect, 50 always 0.5; higher is better)"
-    return table(title, columns, rows, left=("Model",), fold=("Model",), no_wrap=True, caption=caption,
-                 caption_justify="left")  # fmt: skip
+    rows = [(rank, escape(name), *rest) for rank, name, *rest in board.rows()]
+    show(board.as_dict(bootstrap), as_json, lambda: table(board.TITLE, board.COLUMNS, rows, left=("Model",),
+         fold=("Model",), no_wrap=True, caption=escape(board.caption(bootstrap)), caption_justify="left"))  # fmt: skip

@@ -92,6 +92,44 @@ class Leaderboard:
     scale: str = "fitted"  # or the fixed-effects file
     difficulties: dict[str, tuple[list[RowKey], np.ndarray]] = field(default_factory=dict)  # part → (keys, γ)
 
+    #: The table's title and ForecastBench's columns, under short headers so that the table fits a terminal.
+    TITLE = "ForecastBench leaderboard (Brier Index: 100 perfect, 50 always 0.5; higher is better)"
+    COLUMNS = ("Rank", "Model", "Dataset", "N", "95% CI", "Market", "N", "95% CI", "Overall", "N", "95% CI",
+               "Brier D", "Brier M", "Brier O")  # fmt: skip
+
+    def as_dict(self, bootstrap: int) -> dict[str, Any]:
+        """The leaderboard in ForecastBench's own column names (``cc leaderboard --forecastbench --json``)."""
+        return {"rounds": self.rounds, "difficulty": self.scale, "bootstrap": bootstrap,
+                "standings": [s.as_forecastbench() for s in self.standings]}  # fmt: skip
+
+    def rows(self) -> list[tuple[object, ...]]:
+        """One row per standing under :attr:`COLUMNS`: indices to 1 decimal, Brier scores to 3, ``-`` for none."""
+
+        def index(score: Score) -> str:
+            return "-" if math.isnan(score.index) else f"{score.index:.1f}"
+
+        def ci(score: Score) -> str:
+            return "-" if score.low is None else f"[{score.low:.1f}, {score.high:.1f}]"
+
+        def brier(score: Score) -> str:
+            return "-" if math.isnan(score.brier) else f"{score.brier:.3f}"
+
+        return [
+            (s.rank, s.forecaster, index(s.dataset), s.dataset.n, ci(s.dataset), index(s.market), s.market.n,
+             ci(s.market), index(s.overall), s.overall.n, ci(s.overall), brier(s.dataset), brier(s.market),
+             brier(s.overall))
+            for s in self.standings
+        ]  # fmt: skip
+
+    def caption(self, bootstrap: int) -> str:
+        """The rounds, the difficulty scale, the intervals and what the Brier headers stand for."""
+        scale = "two-way fixed effects of the forecasters given" if self.scale == "fitted" else self.scale
+        return (
+            f"rounds {', '.join(self.rounds)}; difficulty: {scale}; "
+            + (f"95% intervals from {bootstrap} question-bootstrap replicates" if bootstrap else "no intervals")
+            + "; Brier D/M/O: ForecastBench's Brier Dataset/Market/Overall (--json: its column names)"
+        )
+
 
 @dataclass
 class _Entry:

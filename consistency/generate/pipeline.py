@@ -63,6 +63,28 @@ class GenerateReport:
     def total(self) -> int:
         return self.already + self.written
 
+    @property
+    def refused(self) -> int:
+        """Tuples rejected for a reason worth reading (relevance ranking drops candidates by design)."""
+        return sum(v for k, v in self.rejected.items() if not k.startswith("relevance"))
+
+    def progress_text(self) -> str:
+        return f"{self.refused} rejected" + (f", {self.skipped} skipped" if self.skipped else "")
+
+    def lines(self) -> list[str]:
+        """What was written where, then what was skipped or rejected at which step, and where the reasons are."""
+        earlier = f" ({self.already} from an earlier run)" if self.already else ""
+        lines = [
+            f"{self.check}: {self.written} new tuple(s), {self.total} in {self.path}{earlier}; "
+            f"{self.candidates} candidate base assignment(s)"
+        ]
+        if self.skipped:
+            lines.append(f"  skipped {self.skipped} question(s): {NO_HORIZON}")
+        lines += [f"  rejected at {step}: {count}" for step, count in sorted(self.rejected.items()) if count]
+        if self.skipped or self.refused:
+            lines.append(f"  reasons: {self.rejects_path}")
+        return lines
+
 
 def tuple_key(check: Check, bases: Mapping[str, Any]) -> str:
     """Identifies a tuple by its check and base ids in position (bases as questions or dicts)."""
