@@ -93,6 +93,25 @@ class Interval(_Record):
     ci95: tuple[float, float] | None = None
 
 
+class TypeScores(_Record):
+    """The scores of one type of non-yes/no question in a ground-truth run (``by_type``): multi-class Brier and log
+    score for multiple choice, log score of the density and CRPS for numeric and date (logs in bits)."""
+
+    scored: int = 0
+    brier_score: Interval | None = None
+    log_score_bits: Interval | None = None
+    crps_score: Interval | None = None
+
+    def line(self, kind: str) -> str:
+        """``multiple_choice: 4 scored, Brier 0.512, log score 1.203 bits`` (what ``cc evaluate`` prints)."""
+        parts = [f"{kind}: {self.scored} scored"]
+        for name, value, unit in (("Brier", self.brier_score, ""), ("log score", self.log_score_bits, " bits"),
+                                  ("CRPS", self.crps_score, "")):  # fmt: skip
+            if value is not None and value.mean is not None:
+                parts.append(f"{name} {value.mean:.4f}{unit}")
+        return ", ".join(parts)
+
+
 class GroundTruthSummary(_Record):
     """``ground_truth_summary.json``: a ground-truth run's averages (ours), or the paper's, which names the
     forecaster by its class (``forecaster``) and configuration."""
@@ -110,6 +129,7 @@ class GroundTruthSummary(_Record):
     calibration_error: float | None = None
     failures: list[QuestionFailure] = []
     unreadable_lines: list[str] = []
+    by_type: dict[str, TypeScores] = {}  # multiple_choice, numeric, date: their own scores
     forecaster: str | None = None  # the paper's: the forecaster's class
     full_forecaster_config: dict[str, Any] | None = None
 
