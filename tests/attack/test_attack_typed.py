@@ -62,7 +62,7 @@ def test_an_incoherent_world_is_found_and_its_violations_rescore_with_cc_score(t
     with ScriptedServer(incoherent_rule()) as srv:
         res = runner.invoke(
             app,
-            ["attack", "-f", srv.model_spec(), "--budget", "60", "-o", "i", "-t", str(typed_benchmark_dir() / "tuples"),
+            ["attack", "-f", srv.model_spec(), "--budget", "60", "-o", "i", "-t", "bundled:typed",
              "-c", ",".join(TYPED_CHECKS), "--timeout", "5"],
         )  # fmt: skip
     assert res.exit_code == 0, res.output
