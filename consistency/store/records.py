@@ -197,7 +197,7 @@ class TopField(_Record):
     def _value(self, x: float) -> str:
         if self.date:
             return datetime.fromtimestamp(x, UTC).date().isoformat()
-        return f"{float(f'{x:.4g}'):g}"  # four significant digits: 95510, not 9.551e+04
+        return f"{float(f'{x:.4g}'):.15g}"  # four significant digits: 95510 and 2030000, not 9.551e+04
 
 
 class TopTuple(_Record):
