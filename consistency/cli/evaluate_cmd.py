@@ -72,7 +72,10 @@ def evaluate_cmd(
     tuples: Annotated[
         Path | None,
         typer.Option(
-            "--tuples", "-t", help="Directory of <Checker>.jsonl tuple files, or one file (default: bundled)."
+            "--tuples",
+            "-t",
+            help="Directory of <Checker>.jsonl tuple files, or one file; bundled:typed for the multiple-choice and "
+            "numeric checks (default: the bundled yes/no benchmark).",
         ),
     ] = None,
     checks: Checks = None,
@@ -174,6 +177,8 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
                 f"Brier score {fmt(summary.avg_brier_score)}  log score {fmt(summary.avg_log_score)} bits  "
                 f"calibration error {fmt(summary.calibration_error)}"
             )
+            for kind, scores in summary.by_type.items():  # multiple-choice, numeric, date questions
+                out.print(scores.line(kind))
     elif as_json:
         out.print_json((result.run_dir / SUMMARY).read_text(encoding="utf-8"))
     else:
