@@ -29,7 +29,9 @@ def attack_cmd(
     ] = None,
     tuples: Annotated[
         Path | None,
-        typer.Option("--tuples", "-t", help="Seed tuples: a tuples or forecasts directory (default: bundled)."),
+        typer.Option(
+            "--tuples", "-t", help="Seed tuples: a tuples or forecasts directory, or bundled:typed (default: bundled)."
+        ),
     ] = None,
     model: Annotated[
         str | None,

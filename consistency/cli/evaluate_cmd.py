@@ -58,7 +58,10 @@ def evaluate_cmd(
     tuples: Annotated[
         Path | None,
         typer.Option(
-            "--tuples", "-t", help="Directory of <Checker>.jsonl tuple files, or one file (default: bundled)."
+            "--tuples",
+            "-t",
+            help="Directory of <Checker>.jsonl tuple files, or one file; bundled:typed for the multiple-choice and "
+            "numeric checks (default: the bundled yes/no benchmark).",
         ),
     ] = None,
     checks: Checks = None,

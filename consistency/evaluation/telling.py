@@ -22,15 +22,17 @@ SHOWN_FAILURES = 5
 
 
 def scores_text(result: EvaluationResult) -> str | None:
-    """A ground-truth run's scores in two lines (None for a consistency run, whose table says them)."""
+    """A ground-truth run's scores, a line per other question type (None for a consistency run: its table)."""
     if result.report is not None:
         return None
     s = truth_summary_of(result.record)
-    return (
-        f"questions {s.total_questions}  scored {s.scored}  failed {s.failed} ({_fmt(s.fraction_failed, 3)})\n"
+    lines = [
+        f"questions {s.total_questions}  scored {s.scored}  failed {s.failed} ({_fmt(s.fraction_failed, 3)})",
         f"Brier score {_fmt(s.avg_brier_score)}  log score {_fmt(s.avg_log_score)} bits  "
-        f"calibration error {_fmt(s.calibration_error)}"
-    )
+        f"calibration error {_fmt(s.calibration_error)}",
+    ]
+    lines += [scores.line(kind) for kind, scores in s.by_type.items()]  # multiple-choice, numeric, date questions
+    return "\n".join(lines)
 
 
 def totals_lines(result: EvaluationResult) -> list[str]:
