@@ -33,6 +33,21 @@ class Study:
     duplicates: int = 0  # repeated forecasts merged by the duplicates policy
     differing: dict[str, list[str]] = field(default_factory=dict)  # forecaster -> checks it lacks in its set
 
+    def notes(self, duplicates: str) -> list[str]:
+        """What the caller should be told before the table: forecasts merged by the ``duplicates`` policy, which
+        consistency output each forecaster was paired with, forecasters whose set lacks checks, what was left out."""
+        merged = f"{self.duplicates} repeated forecast(s) merged by --duplicates {duplicates}"
+        return (
+            ([merged] if self.duplicates else [])
+            + [f"paired {name} with {path}" for name, path in self.paired.items()]
+            + [
+                f"warning {name} lacks {', '.join(missing)}: the aggregate averages over different checks per "
+                "forecaster; pass --checks to fix the set"
+                for name, missing in self.differing.items()
+            ]
+            + [f"left out {name}: {reason}" for name, reason in self.left_out.items()]
+        )
+
     def as_json(self) -> dict[str, Any]:
         """One set: its summary; several: one summary per set (the paper's Table 1 columns), and what was left out."""
         if len(self.summaries) == 1:

@@ -29,6 +29,42 @@ class ProxyStudy:
     summary: dict[str, Any]
     duplicates: int
 
+    def tables(self) -> list[tuple[str, tuple[str, ...], list[tuple[object, ...]]]]:
+        """The summary as tables (title, columns, rows): the losses per forecaster and batch (forecaster and
+        batch first), the correlations per aggregator, and, with batches in time order, the next batch's."""
+        s = self.summary
+        loss, methods, pairs, c = s["loss"], list(s["correlations"]), s["forecasters"], s["correlations"]
+        scaled = "within-batch z-scores" if s["zscore"] else "raw scores"
+        tables = [
+            (f"Mean {loss} loss and proxy score per forecaster and batch (lower is better)",
+             ("forecaster", "batch", "questions", loss, *methods),
+             [(r["forecaster"], str(r["batch"]), r["questions"], f"{r['truth']:.4f}",
+               *(f"{r['proxy'][m]:.4f}" for m in methods)) for r in pairs]),
+            (f"Proxy ({s['variant']}) versus {loss} over (forecaster, batch) pairs, {scaled} (95% bootstrap CI)",
+             ("aggregator", "Pearson r", "Spearman ρ", "pairs"),
+             [(m, _interval(c[m]["pearson"]), _interval(c[m]["spearman"]), c[m]["pearson"]["n"]) for m in methods]),
+        ]  # fmt: skip
+        ahead = s["next_batch"]
+        if ahead is not None:
+            rows = [(f"{loss} (baseline)", _interval(ahead["truth"]), ahead["truth"]["n"])]
+            rows += [(f"proxy {m}", _interval(ahead[m]), ahead[m]["n"]) for m in methods]
+            title = f"Predicting the next batch's {loss}: Pearson r of a score on batch T with {loss} on T+1"
+            tables.append((title, ("score on batch T", "r", "forecasters × pairs"), rows))
+        return tables
+
+    def counts(self) -> str:
+        pairs = self.summary["forecasters"]
+        n_forecasters = len({r["forecaster"] for r in pairs})
+        return f"{n_forecasters} forecasters, {len(self.summary['batches'])} batch(es), {len(pairs)} pairs"
+
+
+def _interval(c: dict[str, Any]) -> str:
+    """A correlation with its interval, ``+0.512 [+0.10, +0.80]`` (``-``: none)."""
+    if c["r"] is None:
+        return "-"
+    ci = "" if c["low"] is None else f" [{c['low']:+.2f}, {c['high']:+.2f}]"
+    return f"{c['r']:+.3f}{ci}"
+
 
 #: Where the batches come from: the table's batch column, each path, the paper's directory names, or none.
 BATCHES = ("batch", "source", "split", "none")

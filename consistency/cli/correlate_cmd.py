@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..store.layout import GROUND_TRUTH, GROUND_TRUTH_SUMMARY
-from .console import err, escape, show, table
+from .console import say, show, table
 from .options import AsJson
 from .table_options import Duplicates, skipping
 
@@ -66,20 +66,9 @@ def correlate(
                              min_questions=min_questions, duplicates=duplicates, bootstrap=bootstrap,
                              skipped=skipped, left_out=left_out)  # fmt: skip
     except ScoreInputError:  # said by the error mapping, after what was left out and why
-        for name, reason in left_out.items():
-            err.print(f"  left out {escape(name)}: {escape(reason)}")
+        say(f"  left out {name}: {reason}" for name, reason in left_out.items())
         raise
-    if study.duplicates:
-        err.print(f"{study.duplicates} repeated forecast(s) merged by --duplicates {duplicates}")
-    for name, path in study.paired.items():
-        err.print(f"paired {escape(name)} with {escape(path)}")
-    for name, missing in study.differing.items():
-        err.print(
-            f"[yellow]warning[/yellow] {escape(name)} lacks {', '.join(missing)}: the aggregate averages over "
-            "different checks per forecaster; pass --checks to fix the set"
-        )
-    for name, reason in left_out.items():
-        err.print(f"left out {escape(name)}: {escape(reason)}")
+    say(study.notes(duplicates))
     show(study.as_json(), as_json, lambda: _table(study))
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from .bounds import positive
-from .console import err, escape, out, table
+from .console import escape, out, say, table
 from .options import AsJson, BootstrapSeed
 from .table_options import SOURCES_HELP, Duplicates, merged, skipping
 
@@ -71,32 +71,7 @@ def proxy(
     if as_json:
         out.print_json(json.dumps(study.summary))
         return
-    _print(study.summary)
-
-
-def _interval(c: dict[str, Any]) -> str:
-    if c["r"] is None:
-        return "-"
-    ci = "" if c["low"] is None else f" [{c['low']:+.2f}, {c['high']:+.2f}]"
-    return f"{c['r']:+.3f}{ci}"
-
-
-def _print(summary: dict[str, Any]) -> None:
-    loss, methods, pairs = summary["loss"], list(summary["correlations"]), summary["forecasters"]
-    rows = [(escape(r["forecaster"]), escape(str(r["batch"])), r["questions"], f"{r['truth']:.4f}",
-             *(f"{r['proxy'][m]:.4f}" for m in methods)) for r in pairs]  # fmt: skip
-    title = f"Mean {loss} loss and proxy score per forecaster and batch (lower is better)"
-    out.print(table(title, ("forecaster", "batch", "questions", loss, *methods), rows, left=2))
-    scaled = "within-batch z-scores" if summary["zscore"] else "raw scores"
-    title = f"Proxy ({summary['variant']}) versus {loss} over (forecaster, batch) pairs, {scaled} (95% bootstrap CI)"
-    c = summary["correlations"]
-    rows = [(m, _interval(c[m]["pearson"]), _interval(c[m]["spearman"]), c[m]["pearson"]["n"]) for m in methods]
-    out.print(table(title, ("aggregator", "Pearson r", "Spearman ρ", "pairs"), rows))
-    ahead = summary["next_batch"]
-    if ahead is not None:
-        title = f"Predicting the next batch's {loss}: Pearson r of a score on batch T with {loss} on T+1"
-        rows = [(f"{loss} (baseline)", _interval(ahead["truth"]), ahead["truth"]["n"])]
-        rows += [(f"proxy {m}", _interval(ahead[m]), ahead[m]["n"]) for m in methods]
-        out.print(table(title, ("score on batch T", "r", "forecasters × pairs"), rows))
-    n_forecasters = len({r["forecaster"] for r in pairs})
-    err.print(f"{n_forecasters} forecasters, {len(summary['batches'])} batch(es), {len(pairs)} pairs")
+    for i, (title, columns, rows) in enumerate(study.tables()):  # the first two columns name a forecaster, a batch
+        shown = [(escape(str(r[0])), escape(str(r[1])), *r[2:]) for r in rows] if i == 0 else rows
+        out.print(table(title, columns, shown, left=2 if i == 0 else 1))
+    say([study.counts()])

@@ -26,6 +26,59 @@ class CombinationRun:
     folder: Path
     incomplete: int
 
+    def __str__(self) -> str:
+        missing = f"; {self.incomplete} combination(s) lack one of their six forecasts" if self.incomplete else ""
+        return f"{self.name}: {self.lines} COMBINATION forecast line(s) in {self.folder}{missing}"
+
+
+#: Entries left out of an import listed one by one; the rest are counted.
+SHOWN_PROBLEMS = 20
+
+
+def left_out_lines(problems: list[object]) -> list[str]:
+    """The first entries an import left out, with their reasons, then how many there were."""
+    lines = [f"  left out {p}" for p in problems[:SHOWN_PROBLEMS]]
+    if problems:
+        more = f" (the first {SHOWN_PROBLEMS} are listed)" if len(problems) > SHOWN_PROBLEMS else ""
+        lines.append(f"{len(problems)} entr{'y' if len(problems) == 1 else 'ies'} left out{more}")
+    return lines
+
+
+def set_lines(loaded: Loaded) -> list[str]:
+    """Each question set read, its due date and where its outcomes came from."""
+    return [
+        f"{Path(file).name} (due {due}): " + (f"outcomes from {Path(res).name}" if res else "no resolution set")
+        for file, due, res in loaded.sets
+    ]
+
+
+def source_rows(loaded: Loaded) -> tuple[list[tuple[str, int, int]], tuple[str, int, int]]:
+    """Questions and outcomes per source (markets first) and their total: the import's table."""
+    from .formats import MARKET_SOURCES
+
+    imported = loaded.imported
+    order = sorted(imported.per_source, key=lambda s: (s not in MARKET_SOURCES, s))
+    rows = [(source, imported.per_source[source], imported.outcomes[source]) for source in order]
+    return rows, ("total", sum(imported.per_source.values()), sum(imported.outcomes.values()))
+
+
+def written_lines(loaded: Loaded, out: Path, tuples: Path | None, written: list[CombinationRun | str]) -> list[str]:
+    """What :func:`write_import` wrote: the questions (and the market rows kept as information only), the
+    COMBINATION tuples, and each forecast set's lines or why none were written."""
+    imported, lines = loaded.imported, []
+    if imported.questions:
+        repeated = f" ({loaded.repeated} met twice, kept once)" if loaded.repeated else ""
+        lines.append(f"{len(imported.questions)} questions written to {out}{repeated}")
+    if imported.questions and imported.unresolved_markets:
+        lines.append(
+            f"{imported.unresolved_markets} unresolved market rows: their current value is kept as information "
+            "(metadata.forecastbench.resolution), not as an outcome"
+        )
+    if tuples is not None:
+        lines.append(f"{len(imported.tuples)} COMBINATION tuple(s)" + (
+            f" in {tuples / COMBINATION_FILE}" if imported.tuples else ""))  # fmt: skip
+    return lines + [str(run) for run in written]
+
 
 def write_import(
     loaded: Loaded, out: Path, tuples: Path | None = None, runs: Path | None = None
