@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from .bounds import above
-from .console import err, escape, fmt, out, print_skipped, table
+from .console import err, escape, fmt, out, print_skipped, say, table
 from .exits import ExitCode
 from .options import AsJson, BootstrapSeed
 
@@ -102,7 +102,4 @@ def _print(result) -> None:
     out.print(grid)
     if result.changed:
         out.print("[bold]changed most[/bold]")
-    for c in result.changed:
-        out.print(f"  {escape(c.group)} {c.score_a:.4f} → {c.score_b:.4f} ({c.change:+.4f})")
-        for name, title, pa, pb in zip(c.fields, c.titles, c.probs_a, c.probs_b, strict=True):
-            out.print(f"    {escape(name)}: {pa:.3f} → {pb:.3f}  {escape(title)}")
+    say((line for c in result.changed for line in c.lines()), out)

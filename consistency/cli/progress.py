@@ -69,9 +69,9 @@ class Task:
     def done(self) -> bool:
         return self.total is not None and self.completed >= self.total
 
-    def line(self, note: str | None = None) -> str:
+    def line(self) -> str:
         count = f"{self.completed}/{'?' if self.total is None else self.total}"
-        return f"{self.description} {count} {note or self.info} {clock(time.monotonic() - self.started)}"
+        return f"{self.description} {count} {self.info} {clock(time.monotonic() - self.started)}"
 
     def state(self) -> tuple[Any, ...]:
         return (self.completed, self.total, self.info)

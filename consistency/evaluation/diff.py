@@ -74,6 +74,14 @@ class Changed:
     def change(self) -> float:
         return self.score_b - self.score_a
 
+    def lines(self) -> list[str]:
+        """The tuple's scores in both runs, then each question's forecast in A and in B with its title."""
+        head = f"  {self.group} {self.score_a:.4f} → {self.score_b:.4f} ({self.change:+.4f})"
+        return [head] + [
+            f"    {name}: {pa:.3f} → {pb:.3f}  {title}"
+            for name, title, pa, pb in zip(self.fields, self.titles, self.probs_a, self.probs_b, strict=True)
+        ]
+
 
 @dataclass
 class DiffResult:
