@@ -106,6 +106,22 @@ class ValidationReport:
     def n_bad_lines(self) -> int:
         return len({e.line for e in self.errors})
 
+    def lines(self, max_errors: int = 0) -> list[str]:
+        """``✓``/``✗``, the file, what it holds and how many lines are bad; the first ``max_errors`` bad lines
+        (0: all) with their reasons; the keys kept that our model does not know."""
+        info = self.info
+        what = f"{info.kind}" + (f" of {info.check.name}" if info.check else "")
+        if not self.errors:
+            lines = [f"✓ {info.path}: {what}, {self.n_lines} lines, all valid"]
+        else:
+            shown = self.errors if max_errors <= 0 else self.errors[:max_errors]
+            lines = [f"✗ {info.path}: {what}, {self.n_lines} lines, {self.n_bad_lines} bad", *(f"  {e}" for e in shown)]
+            if len(shown) < len(self.errors):
+                lines.append(f"  ... and {len(self.errors) - len(shown)} more")
+        if self.unknown_keys:
+            lines.append(f"  note: keys not in our model were kept: {', '.join(sorted(self.unknown_keys))}")
+        return lines
+
 
 def _parser(info: FileInfo) -> type[BaseModel]:
     if info.kind is FileKind.QUESTIONS:

@@ -9,7 +9,7 @@ import typer
 
 from ..errors import InputError
 from ..files import jsonl_files, validate_file
-from .console import err, escape, out
+from .console import err, escape, out, say
 from .errors import report as report_error
 from .exits import ExitCode
 
@@ -34,22 +34,6 @@ def validate(
         except (InputError, OSError) as exc:  # one file that cannot be read: said, and the others still checked
             failed = bool(report_error(exc))
             continue
-        what = f"{report.info.kind}" + (f" of {report.info.check.name}" if report.info.check else "")
-        if report.errors:
-            failed = True
-            bad = f"{report.n_lines} lines, {report.n_bad_lines} bad"
-            out.print(f"[red]✗[/red] {escape(str(path))}: {what}, {bad}", soft_wrap=True)
-            shown = report.errors if max_errors <= 0 else report.errors[:max_errors]
-            for e in shown:
-                out.print(f"  {e}", markup=False, soft_wrap=True)
-            if len(shown) < len(report.errors):
-                out.print(f"  ... and {len(report.errors) - len(shown)} more")
-        else:
-            out.print(
-                f"[green]✓[/green] {escape(str(path))}: {what}, {report.n_lines} lines, all valid", soft_wrap=True
-            )
-        if report.unknown_keys:
-            out.print(
-                f"  note: keys not in our model were kept: {', '.join(sorted(report.unknown_keys))}", markup=False
-            )
+        failed = failed or bool(report.errors)
+        say(report.lines(max_errors), out)
     raise typer.Exit(ExitCode.FAILED if failed else ExitCode.OK)
