@@ -70,7 +70,7 @@ def test_each_distinct_question_is_asked_once_and_the_run_directory_is_complete(
         asked = [r.last_user_text for r in srv.requests]
     run = result.run_dir
     journal = lines(run / "forecasts.jsonl")
-    assert len(asked) == len(set(asked)) == len(journal) == result.meta["questions"]
+    assert len(asked) == len(set(asked)) == len(journal) == result.meta.to_dict()["questions"]
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "complete" and meta["totals"]["calls"] == len(asked)
     assert meta["forecaster"]["forecaster_class"] == "BasicForecaster"
@@ -202,7 +202,7 @@ def test_a_run_killed_with_sigkill_resumes_to_exactly_the_uninterrupted_files(tm
 def test_ground_truth_replay_reproduces_the_published_scores(tmp_path):
     results = REF_GROUND_TRUTH / "ground_truth_results.jsonl"
     result = evaluate_questions("replay", results, forecaster_options={"source": str(results)}, out=tmp_path / "gt")
-    summary = result.meta["summary"]
+    summary = result.meta.to_dict()["summary"]
     published = json.loads((REF_GROUND_TRUTH / "ground_truth_summary.json").read_text())
     assert summary["total_questions"] == published["total_questions"] and summary["failed"] == 0
     assert round(summary["avg_brier_score"], 3) == published["avg_brier_score"]
@@ -300,8 +300,8 @@ def test_answers_cut_at_the_token_limit_are_recorded_failures_with_the_reason(tm
 
     with ScriptedServer(always_cut) as srv:
         result = evaluate(srv.model_spec(), checks=["neg"], limit=2, out=tmp_path / "run", options=RunOptions(llm=FAST))
-        assert srv.count == 2 * result.meta["questions"]  # each asked once more with room, no more
-    assert len(result.failures) == result.meta["questions"]
+        assert srv.count == 2 * result.meta.to_dict()["questions"]  # each asked once more with room, no more
+    assert len(result.failures) == result.meta.to_dict()["questions"]
     assert {f["error"] for f in result.failures} == {"answer truncated at 1024 tokens"}
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "failed"  # not one forecast
 
@@ -325,5 +325,5 @@ def test_time_queued_for_the_models_slots_does_not_count_against_the_forecast_ti
             options=RunOptions(llm=slow, concurrency=32, timeout=1.5),
         )
         assert srv.max_in_flight == 1
-    assert result.meta["questions"] == 12  # about 4 s of queue for the last one, against 1.5 s of timeout
+    assert result.meta.to_dict()["questions"] == 12  # about 4 s of queue for the last one, against 1.5 s of timeout
     assert [f["error"] for f in result.failures] == ["timed out after 1.5 s"]
