@@ -105,7 +105,11 @@ def _body(q: SetQuestion, rest: str, due: str, day: str | None, freeze_values: b
     )
 
 
-def _metadata(q: SetQuestion, qset: QuestionSet, key: RowKey) -> dict[str, Any]:
+def _metadata(
+    q: SetQuestion, qset: QuestionSet, key: RowKey, combination_of: list[str] | None = None
+) -> dict[str, Any]:
+    """A question's ``metadata``: its source as category, its ForecastBench row (with the ids of the two questions
+    a combination is made of), and a market's value at the freeze date when it is a forecast of it."""
     fb: dict[str, Any] = {
         "id": key.fb_id,
         "source": q.source,
@@ -120,11 +124,11 @@ def _metadata(q: SetQuestion, qset: QuestionSet, key: RowKey) -> dict[str, Any]:
         value = getattr(q, name)
         if value not in (None, NA, ""):
             fb[name] = value
-    meta: dict[str, Any] = {"category": q.source, "forecastbench": fb}
+    if combination_of is not None:
+        fb["combination_of"] = combination_of
     crowd = _number(q.freeze_datetime_value) if is_market(q.source) and not key.combination else None
-    if crowd is not None and 0.0 <= crowd <= 1.0:
-        meta["market_prob"] = crowd  # the market at the freeze date, before the due date: a forecast
-    return meta
+    market = {"market_prob": crowd} if crowd is not None and 0.0 <= crowd <= 1.0 else {}  # a forecast: before due
+    return {"category": q.source, "forecastbench": fb, **market}
 
 
 def _single(q: SetQuestion, qset: QuestionSet, day: str | None, freeze_values: bool) -> ForecastingQuestion:
@@ -152,8 +156,6 @@ def _combination(
     for name, direction in DIRECTIONS.items():
         key = RowKey(qset.due, q.source, tuple(str(i) for i in q.id), day, direction)
         title, body = render_field(COMBINATION.formulas[name], bases)
-        meta = _metadata(q, qset, key)
-        meta["forecastbench"]["combination_of"] = [b.id for b in bases.values()]
         out.append(
             ForecastingQuestion(
                 id=question_id(key),
@@ -164,7 +166,7 @@ def _combination(
                 else max((b.resolution_date for b in bases.values() if b.resolution_date), default=None),
                 created_date=_day_time(qset.due),
                 data_source=f"forecastbench/{q.source}",
-                metadata=meta,
+                metadata=_metadata(q, qset, key, [b.id for b in bases.values()]),
             )
         )
     return out, bases
