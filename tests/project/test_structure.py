@@ -34,7 +34,6 @@ KEPT_WHOLE = "Kept whole:"
 #: entry that no longer needs to be here.
 PENDING_FOLDERS = ("consistency/cli/",)
 PENDING = {
-    "consistency/sources/scraper.py:scrape",
     "consistency/repair/runs.py:repair_forecasts",
 }
 
