@@ -431,3 +431,54 @@ def test_no_exit_with_a_raw_number():
         for hit in raw_exit_codes(path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE.parent)))
     ]
     assert found == [], "exit through consistency.cli.exits.ExitCode (or raise the error), not a bare number"
+
+
+# --------------------------------------------------------------------------- the layout, as documented
+
+DEVELOPMENT_PAGE = PACKAGE.parent / "docs" / "reference" / "development.md"
+_LAYOUT_LINE = re.compile(r"^- `(\w+)/`: .*Imports: (.+)\.$")
+
+
+def documented_layout(page: str) -> dict[str, set[str] | None]:
+    """Package -> the packages its line on the development page lets it import (None: any), from the lines
+    ``- `name/`: what it owns. Imports: `a/`, `b/`.`` of the page's Layout section."""
+    section = page.partition("\n## Layout\n")[2].partition("\n## ")[0]
+    found: dict[str, set[str] | None] = {}
+    for line in section.splitlines():
+        if m := _LAYOUT_LINE.match(line):
+            allowed = m.group(2)
+            found[m.group(1)] = None if allowed == "any package" else set(re.findall(r"`(\w+)/`", allowed))
+    return found
+
+
+def package_imports() -> dict[str, set[str]]:
+    """Package -> the other packages (folders of ``consistency/``) its modules import, type-only imports included."""
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    found: dict[str, set[str]] = {name: set() for name in folders}
+    for module in MODULES:
+        parts = module.split(".")
+        if len(parts) < 2 or parts[1] not in folders:
+            continue
+        for target, _ in _imports(module, typing=True):
+            other = target.split(".")[1] if target.count(".") else None
+            if other in folders and other != parts[1]:
+                found[parts[1]].add(other)
+    return found
+
+
+def test_the_layout_reader_reads_owners_and_imports():
+    page = "# Dev\n\n## Layout\n\n- `a/`: owns x. Imports: `b/`, `c/`.\n- `d/`: owns y. Imports: none.\n"
+    page += "- `e/`: the top. Imports: any package.\n\n## Next\n\n- `f/`: not here. Imports: none.\n"
+    assert documented_layout(page) == {"a": {"b", "c"}, "d": set(), "e": None}
+
+
+def test_the_development_page_describes_every_package_and_what_it_imports():
+    documented = documented_layout(DEVELOPMENT_PAGE.read_text(encoding="utf-8"))
+    actual = package_imports()
+    assert sorted(documented) == sorted(actual), "one line per package folder of consistency/ under ## Layout"
+    beyond = {
+        f"{package}/ imports {other}/"
+        for package, others in actual.items()
+        for other in others - (documented[package] or others)
+    }
+    assert not beyond, "imports the development page's Layout does not allow (fix the import or the line)"
