@@ -4,7 +4,7 @@ A PATH is a ``cc evaluate`` run directory (tuple or ground-truth mode), a ``cc s
 directory, or the paper's published forecast or ground-truth directory. Our own directories already
 hold scored lines and statistics (``summary.json``), which are read as written (no second bootstrap
 over 100,000 tuples); forecast files that carry no statistics of ours (the paper's) are scored with
-:func:`consistency.metrics.forecast_files.score_path`, exactly as ``cc score`` would. Only the worst ``top`` tuples
+:func:`consistency.evaluation.scoring.score_path`, exactly as ``cc score`` would. Only the worst ``top`` tuples
 per check keep their questions; every tuple keeps its two violations, for the distributions.
 """
 

@@ -21,8 +21,8 @@ from consistency import analysis
 from consistency.datasets import benchmark_dir
 from consistency.evaluation import evaluate
 from consistency.evaluation.ground_truth import evaluate_questions
+from consistency.evaluation.scoring import score_path
 from consistency.forecasters.simple import ConstantForecaster
-from consistency.metrics.forecast_files import score_path
 
 TABLES = Path(analysis.__file__).parent / "datasets" / "tables" / "runs"
 

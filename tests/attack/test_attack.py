@@ -258,7 +258,7 @@ def test_cc_report_shows_the_search_next_to_uniform_sampling(tmp_path):
 def test_the_coherent_rule_is_coherent_on_every_bundled_check_and_the_planted_one_only_slips_on_long_negations():
     from consistency.checks import all_checks
     from consistency.fake_openai.rules import coherent_probability, planted_probability
-    from consistency.metrics.forecast_files import score_forecasts
+    from consistency.metrics.scoring import score_forecasts
     from consistency.models import ForecastingQuestion
     from consistency.prompts import question_block
 

@@ -18,7 +18,7 @@ HEAVY = (
     "numpy",
     "scipy",
     "consistency.llm",
-    "consistency.metrics.forecast_files",
+    "consistency.evaluation.scoring",
     "consistency.fake_openai",
 )
 

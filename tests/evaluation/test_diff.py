@@ -17,8 +17,8 @@ from consistency.evaluation import evaluate
 from consistency.evaluation.diff import diff_runs
 from consistency.fake_openai import probability_for
 from consistency.jsonl import iter_json_lines
-from consistency.metrics.forecast_files import score_forecasts
 from consistency.metrics.paired import paired_diff, sign_test, wilcoxon_test
+from consistency.metrics.scoring import score_forecasts
 
 runner = CliRunner()
 NEGATED = re.compile(r"^Will \u201c([^\u201d]*)\u201d resolve NO\?$")

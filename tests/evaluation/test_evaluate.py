@@ -20,11 +20,11 @@ from consistency.datasets import benchmark_dir
 from consistency.datasets.make_benchmark import make_benchmark
 from consistency.evaluation import RunOptions, evaluate, load_benchmark, resume
 from consistency.evaluation.ground_truth import evaluate_questions
+from consistency.evaluation.scoring import score_path
 from consistency.fake_openai import Fault, Reply, ScriptedServer, every_nth, probability_rule
 from consistency.forecasters import BasicForecaster
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
-from consistency.metrics.forecast_files import score_path
 from tests.support.reference import FORECASTS as REF_FORECASTS
 from tests.support.reference import GROUND_TRUTH_RUN as REF_GROUND_TRUTH
 from tests.support.reference import needs_reference
