@@ -327,3 +327,32 @@ def test_time_queued_for_the_models_slots_does_not_count_against_the_forecast_ti
         assert srv.max_in_flight == 1
     assert result.meta.to_dict()["questions"] == 12  # about 4 s of queue for the last one, against 1.5 s of timeout
     assert [f["error"] for f in result.failures] == ["timed out after 1.5 s"]
+
+
+def test_a_resume_of_a_run_with_damaged_scoring_parameters_is_one_sentence(tmp_path):
+    """The parameters are checked with the rest of the record (they were read after it, so a bad value was a
+    pydantic traceback rather than an error naming the field)."""
+    from consistency.errors import InputError
+
+    evaluate("constant", checks=["neg"], limit=2, out=tmp_path / "run")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    meta["parameters"]["epsilon"] = "abc"
+    (tmp_path / "run" / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match=r"run.json: parameters.epsilon: .*cannot be resumed"):
+        resume(tmp_path / "run")
+
+
+def test_run_json_changes_are_checked_before_they_are_written(tmp_path):
+    from consistency.evaluation.rundir import RunDir
+    from consistency.store.meta import RunMetaError, SessionRecord
+
+    run = RunDir(tmp_path / "run")
+    run.create(kind="consistency", questions=3)
+    before = run.run_file.read_bytes()
+    with pytest.raises(RunMetaError, match=r"questions: should be a valid integer"):
+        run.update(questions="many")
+    assert run.run_file.read_bytes() == before
+    record = run.update(sessions=[SessionRecord(action="start", pid=7)], status="complete")
+    assert record.status == "complete" and record.sessions and record.sessions[0].pid == 7
+    assert json.loads(run.run_file.read_text())["sessions"] == [{"action": "start", "pid": 7}]
+    run.release()
