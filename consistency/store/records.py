@@ -136,6 +136,33 @@ class AttackRecord(_Record):
     summary: dict[str, Any] | None = None
 
 
+class SearchLogRecord(_Record):
+    """One line of an attack's ``search_log.jsonl``: a tuple the search (or the uniform baseline) scored."""
+
+    key: str
+    sampler: str  # "search" or "baseline"
+    check: str
+    round: int | None = None
+    family: str | None = None
+    lineage: dict[str, Any] = {}  # how it was made: its parent, the mutation, or the seed
+    cost: int = 0
+    violation: float | None = None  # arbitrage; None when it could not be scored
+    frequentist: float | None = None
+    titles: list[str] = []
+    error: str | None = None
+    returned: bool = False
+
+
+class RealizedRecord(_Record):
+    """Mean scores on resolved questions before and after a repair (``realized`` of ``repair.json``)."""
+
+    n: int = 0
+    brier_before: float | None = None
+    brier_after: float | None = None
+    log_before: float | None = None
+    log_after: float | None = None
+
+
 class RepairCheckRecord(_Record):
     """One check of ``repair.json`` (written by :class:`consistency.repair.report_model.RepairReport`)."""
 
@@ -146,6 +173,18 @@ class RepairCheckRecord(_Record):
     guaranteed: float = 0.0
     violation_before: float | None = None
     violation_after: float | None = None
+    realized: RealizedRecord = RealizedRecord()
+
+
+class RepairTotalRecord(_Record):
+    """The totals of ``repair.json``."""
+
+    tuples: int = 0
+    moved: float = 0.0
+    guaranteed: float = 0.0
+    violation_before: float | None = None
+    violation_after: float | None = None
+    realized: RealizedRecord = RealizedRecord()
 
 
 class RepairRecord(_Record):
@@ -156,7 +195,7 @@ class RepairRecord(_Record):
     joint: bool | None = None
     questions: int | None = None
     checks: list[RepairCheckRecord] = []
-    total: dict[str, Any] = {}
+    total: RepairTotalRecord = RepairTotalRecord()
     seconds: float | None = None
 
 
