@@ -41,8 +41,8 @@ def attacks_df(paths: Paths, *, backend: Backend = "pandas") -> Any:
     if not attacks:
         raise AnalysisError("no attack results among the paths (cc attack writes them)")
     for run in attacks:
-        summary = (run.attack.summary if run.attack else None) or {}
-        threshold = summary.get("threshold")
+        summary = run.attack.summary if run.attack else None  # typed (store.records.AttackSummary)
+        threshold = summary.threshold if summary is not None else None
         logged = False
         for _, entry in run.attack_log():
             logged = True

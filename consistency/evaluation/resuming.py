@@ -20,8 +20,7 @@ from ..forecasters.loading import parse_options
 from ..llm import LLMSettings
 from ..llm.secrets import redact
 from ..metrics.scoring import ScoreParams
-from ..store.layout import RUN_FILE
-from ..store.meta import BenchmarkRecord, RunMeta, run_meta_of
+from ..store.meta import BenchmarkRecord, RunMeta
 from .asking import RunOptions, options_of
 
 #: Options that change how a resumed run's remaining calls are made: the run's recorded value is kept
@@ -99,16 +98,14 @@ def same(name: str, given: Any, recorded: Any) -> bool:
 
 
 def resume_options(
-    meta: RunMeta | dict[str, Any], options: RunOptions, given: dict[str, Any], explicit: set[str], run_dir: Path
+    meta: RunMeta, options: RunOptions, given: dict[str, Any], explicit: set[str], run_dir: Path
 ) -> tuple[RunOptions, list[str]]:
     """The options to finish the run with, and one sentence per recorded option replaced.
 
     ``given``: the values of :data:`FIXED` as the caller has them; ``explicit``: the names (of :data:`FIXED`
     and :data:`TUNABLE`) the caller set on purpose rather than left at their defaults. The recorded options
     are kept except those in ``explicit``; one in :data:`FIXED` that differs from the record is refused.
-    ``meta`` is the run's record (:meth:`~.rundir.RunDir.meta`; a dict read by :meth:`~.rundir.RunDir.read` is
-    checked into one)."""
-    meta = meta if isinstance(meta, RunMeta) else run_meta_of(meta, run_dir / RUN_FILE)
+    ``meta``: the run's record (:meth:`~.rundir.RunDir.meta`)."""
     recorded = recorded_fixed(meta, run_dir)
     for name, flag in FIXED.items():
         if name in explicit and not same(name, given[name], recorded[name]):

@@ -135,14 +135,10 @@ class RunDir:
         :class:`~consistency.store.meta.RunMetaError` naming the field)."""
         return read_run_meta(self.path)
 
-    def read(self) -> dict[str, Any]:
-        """:meth:`meta` as a plain dict, for callers that still read keys."""
-        return self.meta().to_dict()
-
     def update(self, **changes: Any) -> RunMeta:
         """Write ``changes`` (fields of :class:`~consistency.store.meta.RunMeta`, typed or plain, checked
         before anything is written) into ``run.json``; returns the record as written."""
-        data = _record(self.read(), changes)
+        data = _record(self.meta().to_dict(), changes)
         write_json(self.run_file, data)
         return run_meta_of(data, self.run_file)
 

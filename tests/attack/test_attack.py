@@ -157,7 +157,7 @@ def test_a_search_killed_with_sigkill_resumes_without_forecasting_again(tmp_path
         killed = _spawn(srv.model_spec(), tmp_path / "killed", tmp_path / "cache-killed")
         journal = tmp_path / "killed" / "journal.jsonl"
         deadline = time.time() + 60
-        while time.time() < deadline and (not journal.exists() or journal.read_text().count('"forecast"') < 30):
+        while time.time() < deadline and (not journal.exists() or journal.read_text().count('"kind": "forecast"') < 30):
             time.sleep(0.01)
         killed.send_signal(signal.SIGKILL)
         killed.wait(10)

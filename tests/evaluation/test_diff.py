@@ -197,5 +197,6 @@ def test_report_shows_the_diff_section(runs, tmp_path):
     section = html[html.index('<section id="diff"') :]
     assert section.index("</section>") < section.index("</main>")
     assert '<tr class="worse"><td>NEGATION</td>' in section and "Changed most" in section
-    res = runner.invoke(app, ["report", str(a), "--diff", "-o", str(page)])
+    res = runner.invoke(app, ["report", str(a), "--diff", "-o", str(tmp_path / "one.html")])
     assert res.exit_code == 2 and "--diff compares two runs" in res.output
+    assert not (tmp_path / "one.html").exists()  # refused before any page is written

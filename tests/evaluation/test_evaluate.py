@@ -356,3 +356,20 @@ def test_run_json_changes_are_checked_before_they_are_written(tmp_path):
     assert record.status == "complete" and record.sessions and record.sessions[0].pid == 7
     assert json.loads(run.run_file.read_text())["sessions"] == [{"action": "start", "pid": 7}]
     run.release()
+
+
+def test_run_request_is_the_library_call_under_cc_evaluate(tmp_path):
+    """`cc evaluate`'s options as a Request: the same run, gates and refusals for a Python caller."""
+    from consistency.errors import InputError
+    from consistency.evaluation import RunOptions
+    from consistency.evaluation.request import Gates, Request, run_request
+
+    request = Request("constant", ["p=0.3"], checks="neg", limit=2, out_dir=tmp_path / "run")
+    result = run_request(request, RunOptions())
+    assert result.run_dir == tmp_path / "run" and result.record.status == "complete"
+    assert [f.check.name for f in result.report.files] == ["NEGATION"]
+    assert Gates(max_violation=10.0).failures(result) == [] and Gates(max_violation=0.0).failures(result)
+    with pytest.raises(InputError):
+        Gates(fail_on_error=float("nan"))
+    with pytest.raises(InputError, match="--checks cond differs"):  # a resume finishes the run as it began
+        run_request(Request("constant", checks="cond"), RunOptions(), resume_dir=result.run_dir, explicit={"checks"})
