@@ -39,19 +39,16 @@ def score(
     seed: BootstrapSeed = 0,
 ) -> None:
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
-    from ..evaluation.scoring import ScoreParams, run_directories, score_path, write_report
+    from ..evaluation.scoring import ScoreParams, run_directories
+    from ..integrations.inspect.logs import is_log_among, score_paths
     from ..paths import new_run_dir
 
     params = ScoreParams(epsilon=epsilon, bootstrap=bootstrap, seed=seed)
-    if _score_inspect_log(paths, out_dir, params, check, as_json):
-        return
-    runs = run_directories(paths)
+    runs = None if is_log_among(paths) else run_directories(paths)
     if runs is not None:
         _score_runs(runs, out_dir or new_run_dir("score_corpus"), params, check, as_json)
         return
-    report = score_path(paths, params, check)
-    target = write_report(report, out_dir or new_run_dir(f"score_{paths[0].resolve().name.removesuffix('.jsonl')}"))
-    _show(report, target, as_json)
+    _show(*score_paths(paths, params, check, out_dir), as_json)
 
 
 def _show(report: ScoreReport, target: Path, as_json: bool) -> None:
@@ -61,25 +58,6 @@ def _show(report: ScoreReport, target: Path, as_json: bool) -> None:
     if not any(f.line_numbers for f in report.files):
         err.print("[red]no line could be scored[/red]")
         raise typer.Exit(ExitCode.FAILED)
-
-
-def _score_inspect_log(
-    paths: list[Path], out_dir: Path | None, params: ScoreParams, check: str | None, as_json: bool
-) -> bool:
-    """An inspect log: its answers as our forecast files, scored into OUT; False when PATHS hold no log."""
-    from ..integrations.inspect.logs import is_inspect_log  # file names and first bytes only: no inspect import
-
-    logs = [p for p in paths if is_inspect_log(p)]
-    if not logs:
-        return False
-    if len(paths) > 1:
-        raise InputError("give one inspect log at a time (score forecast files in another command)")
-    from ..integrations.inspect.logs import score_log
-    from ..paths import new_run_dir
-
-    target = out_dir or new_run_dir(f"score_{logs[0].stem}")
-    _show(score_log(logs[0], target, params, check), target, as_json)
-    return True
 
 
 def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str | None, as_json: bool) -> None:

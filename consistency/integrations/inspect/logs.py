@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...checks import get_check
+from ...errors import InputError
 from ...evaluation.scoring import ScoreReport, ScoringError, score_path, write_report, write_stats
 from ...extras import install_hint
 from ...jsonl import LineError, atomic_write, dump_line
@@ -197,6 +199,30 @@ def score_log(
             scored.path = Path(str(log_path))
         write_stats(report, Path(out_dir), report.summary() | {"inspect": found.info})
     return report
+
+
+def score_paths(
+    paths: Sequence[Path], params: ScoreParams, check: str | None = None, out_dir: Path | None = None
+) -> tuple[ScoreReport, Path]:
+    """What ``cc score`` does with files: one inspect log scored by :func:`score_log`, or forecast files by
+    :func:`~consistency.evaluation.scoring.score_path`; written to ``out_dir`` (default: a new run directory
+    named after the first path), which is returned with the report."""
+    from ...paths import new_run_dir
+
+    logs = [p for p in paths if is_inspect_log(p)]
+    if logs and len(paths) > 1:
+        raise InputError("give one inspect log at a time (score forecast files in another command)")
+    name = logs[0].stem if logs else Path(paths[0]).resolve().name.removesuffix(".jsonl")
+    target = out_dir or new_run_dir(f"score_{name}")
+    if logs:
+        return score_log(logs[0], target, params, check), target
+    report = score_path(list(paths), params, check)
+    return report, write_report(report, target)
+
+
+def is_log_among(paths: Sequence[Path]) -> bool:
+    """Whether ``paths`` name an inspect log (file names and first bytes only: no inspect import)."""
+    return any(is_inspect_log(p) for p in paths)
 
 
 def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | None = None) -> dict[str, float]:
