@@ -362,10 +362,9 @@ def test_no_lazy_export_shares_its_name_with_a_submodule():
 
 # --------------------------------------------------------------------------- typed records, typed exits
 
-#: Packages whose code reads run records through the store's typed models (``RunMeta``, ``SessionRecord``...),
-#: never by key. The store itself turns the JSON into those models. attack/ is being moved to typed records on
-#: another branch: add it here when that lands (and any package cleaned later).
-TYPED_RECORDS = ("evaluation", "forecastbench", "integrations")
+#: Every package reads run records through the store's typed models (``RunMeta``, ``SessionRecord``...), never
+#: by key; only the store itself turns the JSON into those models.
+TYPED_RECORDS = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file() and p.name != "store")
 _META_NAME = re.compile(r"(^|_)meta$")
 
 
