@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..checks.check import NONE, Check
+from ..checks.check import Check
 from ..evaluation.scoring import ScoredFile, ScoreReport, write_stats
 from ..jsonl import atomic_write, dump_line, iter_json_lines, write_json
 from ..locking import try_lock
@@ -164,13 +164,6 @@ def _repair_joint(graph: ForecastGraph, start: np.ndarray, score: Score, skip_co
     """One value per question over every tuple (:func:`.graph.repair_graph`); checks whose tuples are each a
     component of their own (:func:`_alone`) are repaired tuple by tuple, which is their joint repair."""
     used = [c for c in graph.checks if c.rows]
-    conditional = sorted({c.check.name for c in used if (c.check.worlds == NONE).any()})
-    if score == "log" and conditional:
-        raise RepairInputError(
-            f"a joint log repair covers checks without conditional fields, and these have them: "
-            f"{', '.join(conditional)}; repair with the log score tuple by tuple (--per-tuple), or jointly "
-            "with the Brier score"
-        )
     categorical = sorted({c.check.name for c in used if c.check.categorical})
     if score == "log" and categorical:
         raise RepairInputError(
