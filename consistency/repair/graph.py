@@ -164,8 +164,8 @@ def repair_graph(
         per_block.append(TupleRepair(qb, change[idx].sum(axis=1), gain, iterations))
     if resolves is None:
         guaranteed = float(change[~conditional].sum())
-    else:  # the arbitrage's guarantee at the prices returned, over the tuples kept
-        guaranteed = log_graph.guaranteed([(c, i[rows]) for (c, i), rows in zip(checked, keep, strict=True)], p, q)
+    else:  # the arbitrage's certified guarantee at the prices returned, and the KL moved on yes/no components
+        guaranteed = resolves[3] + float(change[~resolves[2]].sum())
     return GraphRepair(
         repaired=q,
         moved=float(change.sum()) if resolves is None else resolves[1] + float(change[~resolves[2]].sum()),
@@ -195,7 +195,7 @@ def _solve_kept(
     checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], p: np.ndarray, score: Score = "brier"
 ) -> tuple[np.ndarray, str, int, np.ndarray, float, str, tuple | None]:
     """(q, status, outer iterations, conditional questions, residual, worlds, resolves) over the kept rows
-    (``resolves``: with conditional fields, the log repair's r_i, V and the questions it covers; else None);
+    (``resolves``: with conditional fields, the log repair's r_i, V, the questions it covers and its guarantee);
     raises :class:`_Unsolved`.
 
     Connected components (tuples linked by shared questions) are repaired independently: in parallel
@@ -226,9 +226,9 @@ def _solve_kept(
             raise _Unsolved(outcome.status, None, tuples, kind=outcome.kind)
         q[used], status, its, res, arbitrage, found = outcome
         if arbitrage is not None:  # (r_i, V) of the log repair with conditional fields
-            resolves = (np.ones(M), 0.0, np.zeros(M, dtype=bool)) if resolves is None else resolves
+            resolves = (np.ones(M), 0.0, np.zeros(M, dtype=bool), 0.0) if resolves is None else resolves
             resolves[0][used], resolves[2][used] = arbitrage[0], True
-            resolves = (resolves[0], resolves[1] + arbitrage[1], resolves[2])
+            resolves = (resolves[0], resolves[1] + arbitrage[1], resolves[2], resolves[3] + arbitrage[2])
         worlds = "unknown" if "unknown" in (worlds, found) else found
         statuses.append(status)
         iterations = max(iterations, its)
@@ -352,7 +352,7 @@ def _solve_log_conditional(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray
     except (log_graph.Infeasible, RuntimeError) as exc:
         return _Unsolved(str(exc), None, [(b, r) for b, (_, idx) in enumerate(blocks) for r in range(len(idx))])
     log.info("joint log repair with conditional fields: %s, arbitrage profit %.6g", solution.status, solution.value)
-    return solution.q, solution.status, 1, 0.0, (solution.resolves, solution.value)
+    return solution.q, solution.status, 1, 0.0, (solution.resolves, solution.value, solution.guaranteed)
 
 
 class _Unsolved(RunFailed):
