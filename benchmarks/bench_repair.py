@@ -63,6 +63,7 @@ from consistency.checks import all_checks, get_check  # noqa: E402
 from consistency.checks.check import NONE, TRUE  # noqa: E402
 from consistency.checks.logic import parse  # noqa: E402
 from consistency.repair import qp, repair_graph, repair_tuples  # noqa: E402
+from consistency.repair.conflicts import RepairFailed  # noqa: E402
 from consistency.repair.tuples import world_improvements  # noqa: E402
 
 BINARY_MIX = ("NEGATION", "PARAPHRASE", "CONSEQUENCE", "AND", "OR", "ANDOR", "BUT")
@@ -194,7 +195,11 @@ def joint_log(args, rng) -> None:
     for label, names in (("binary", BINARY_MIX), ("conditional", JOINT_CHECKS)):
         blocks, events, M = graph(args.joint, args.pool, list(names), rng)
         p = clip_forecasts(rng.random(M))
-        result, _, cpu = timed(lambda blocks=blocks, p=p: repair_graph(blocks, p, "log"))
+        try:
+            result, _, cpu = timed(lambda blocks=blocks, p=p: repair_graph(blocks, p, "log"))
+        except RepairFailed as exc:  # printed, so that the run goes on and the failure is a figure too
+            print(f"joint_log {label} tuples={sum(len(i) for _, i in blocks)} failed: {exc} load={load()}", flush=True)
+            continue
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         off = max(float(repair_tuples(check, result.repaired[idx]).moved.max()) for check, idx in blocks) ** 0.5
         worst = log_slack(blocks, events, p, result.repaired, result.guaranteed, args.pool, args.worlds, rng)

@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 TOL = 1e-10
 LP_TOL = 1e-12  # the guarantee's linear program (measured: at 1e-10 it overstated the minimum by 9e-10)
-NULL = 1e-9  # a question resolving with at most this mass keeps its forecast as price
+CLARABEL_MAX = 2000  # tuples up to which Clarabel takes over (beyond, it stops with InsufficientProgress)
 
 
 @dataclass
@@ -136,6 +136,8 @@ def solve(blocks: Sequence[tuple[Check, np.ndarray]], p: np.ndarray) -> LogSolut
     try:
         return solve_lifted(blocks, p)
     except RuntimeError:  # tuples in conflict, or an optimum on the boundary (a price forced to 0 or 1)
+        if sum(len(idx) for _, idx in blocks) > CLARABEL_MAX:
+            raise
         log.info("joint log repair: the augmented Lagrangian did not converge; Clarabel takes over")
         return solve_clarabel(blocks, p)
 
