@@ -51,6 +51,7 @@ _SCALE_MAX = 1e4
 _STALL = 4  # rounds at the final penalty without halving the incoherence: no solution
 _CG_MAX = 500  # CG iterations after which a factorisation is used
 _PAIR_STEP = 1e-7  # the log objective with pairs: Newton steps accepted as converged (see solve)
+_PAIR_CURVATURE = 1e12  # the pairs' Hessian entries are capped here (a mass near 0 overflows it)
 _PAIR_ROUNDS = 60  # and its rounds (converged runs took 14-25; a price driven to 0 or 1 crawls on)
 
 
@@ -239,15 +240,20 @@ class AugmentedLagrangian:
         if self.pairs is not None:
             ia, ib, _ = self.pairs
             a, b = q[ia], q[ib]
-            h[ia], h[ib] = b / (a * (a + b)), a / (b * (a + b))
+            with np.errstate(over="ignore", divide="ignore"):  # a mass near 0: its curvature is capped
+                h[ia], h[ib] = (
+                    np.minimum(b / (a * (a + b)), _PAIR_CURVATURE),
+                    np.minimum(a / (b * (a + b)), _PAIR_CURVATURE),
+                )
         return h
 
     def _coupling(self, q: np.ndarray) -> np.ndarray:
         """Per coordinate of a pair, the Hessian's entry with its partner (-1 / r; 0 elsewhere)."""
         off = np.zeros(len(q))
-        if self.pairs is not None:
+        if self.pairs is not None:  # -1/r, written so that the block stays semidefinite where a curvature is capped
             ia, ib, _ = self.pairs
-            off[ia] = off[ib] = -1.0 / (q[ia] + q[ib])
+            h = self._curvature(q)
+            off[ia] = off[ib] = -np.sqrt(h[ia] * h[ib])
         return off
 
     def _value(self, q: np.ndarray, local) -> float:
