@@ -436,6 +436,18 @@ class AugmentedLagrangian:
             t *= 0.5
         return t, cand, cand_local, cand_value
 
+    def _rescale(self, q: np.ndarray) -> None:
+        """ALM's rounds contract like h / (h + ρ) where the objective's curvature is h: near 0 or 1 the KL
+        curvature 1/(q(1-q)) outgrows ρ, so each tuple's penalty grows with it."""
+        h = self._curvature(q)
+        self.scale = [np.clip(h[b.idx].max(axis=1, keepdims=True) / _CURVATURE, 1.0, _SCALE_MAX) for b in self.blocks]
+
+    def _step_tolerance(self, tol: float) -> float:
+        """The log objective's Newton step (in the forecasts' units) taken as converged. With pairs rounding keeps it
+        above ~1e-9, where their flat directions (r KL(a/r ‖ p) is linear along (a, b)) meet penalties of 1e8
+        (measured on 100,000 tuples)."""
+        return 1e2 * tol if self.pairs is None else max(1e2 * tol, _PAIR_STEP)
+
     def solve(self, start: Solution | None = None, tol: float = FEAS_TOL) -> Solution:
         begun = time.perf_counter()
         if start is not None:
@@ -453,17 +465,10 @@ class AugmentedLagrangian:
         converged = False
         rounds = 0
         history: list[float] = []
-        # The log objective's Newton step, in the forecasts' units: rounding keeps it above ~1e-9 where pairs' flat
-        # directions (r KL(a/r ‖ p) is linear along (a, b)) meet penalties of 1e8 (measured on 100,000 tuples).
-        loose = 1e2 * tol if self.pairs is None else max(1e2 * tol, _PAIR_STEP)
+        loose = self._step_tolerance(tol)
         for rounds in range(1, (_ROUNDS if self.pairs is None else _PAIR_ROUNDS) + 1):
             if self.log:
-                # ALM's rounds contract like h / (h + ρ) where the objective's curvature is h: near 0 or 1
-                # the KL curvature 1/(q(1-q)) outgrows ρ, so each tuple's penalty grows with it.
-                h = self._curvature(q)
-                self.scale = [
-                    np.clip(h[b.idx].max(axis=1, keepdims=True) / _CURVATURE, 1.0, _SCALE_MAX) for b in self.blocks
-                ]
+                self._rescale(q)
             local = self._local(q, y)
             value = self._value(q, local)
             # The gradient sums terms of size ρ|w|: below a few hundred roundings of those it is noise.

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..checks.check import FALSE, NONE, TRUE, Check
+from ..errors import RunFailed
 from .augmented import AugmentedLagrangian, LocalBlock
 
 log = logging.getLogger(__name__)
@@ -123,7 +124,7 @@ class LogSolution:
     guaranteed: float = 0.0  # a certified lower bound on the log gain at q over L
 
 
-class Infeasible(Exception):
+class Infeasible(RunFailed):
     """L is empty (no joint world either): Clarabel's status."""
 
 
