@@ -92,7 +92,7 @@ def main() -> None:
         one = next(data.iterdir())
         code = (
             "import time, sys\n"
-            "from consistency.metrics.forecast_files import score_path, write_report\n"
+            "from consistency.evaluation.scoring import score_path, write_report\n"
             f"score_path({str(one)!r})\n"  # warm-up: imports and caches
             "t = time.perf_counter()\n"
             f"write_report(score_path({str(one)!r}), {str(root / 'one')!r})\n"

@@ -26,7 +26,7 @@ from smoke import parse_args
 
 from consistency.checks import all_checks
 from consistency.evaluation.diff import diff_runs
-from consistency.metrics.forecast_files import score_forecasts
+from consistency.metrics.scoring import score_forecasts
 
 
 def write_run(root: Path, probs: dict[str, np.ndarray], fingerprint: str) -> None:

@@ -149,7 +149,7 @@ def attack_row(args) -> None:
     every = set(charged["search"]) | set(charged["baseline"])
     twice = sum(n > 1 for c in charged.values() for n in c.values())
     titles = {r["title"] for r in answers.values()}
-    failed = sum(r["prob"] is None for r in answers.values())
+    failed = sum(r["forecast"] is None for r in answers.values())
     print(
         f"attack (budget {budget}, {args.fault_rate:.0%} faults, {kills} kill -9 + resume, {sessions} sessions): "
         f"charged_search={len(charged['search'])}/{budget} charged_baseline={len(charged['baseline'])}/{budget} "

@@ -26,8 +26,8 @@ from smoke import parse_args
 
 from consistency.checks import all_checks
 from consistency.datasets import benchmark_dir, sample_dir
+from consistency.evaluation.scoring import score_path, write_report
 from consistency.jsonl import iter_json_lines
-from consistency.metrics.forecast_files import score_path, write_report
 from consistency.report import make_report
 
 

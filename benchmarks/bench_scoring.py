@@ -41,7 +41,7 @@ from consistency.checks import all_checks, get_check  # noqa: E402
 from consistency.metrics import categorical  # noqa: E402
 from consistency.metrics.arbitrage import _Problem, _solve, clip_forecasts  # noqa: E402
 from consistency.metrics.closed_forms import closed_form  # noqa: E402
-from consistency.metrics.forecast_files import score_forecasts  # noqa: E402
+from consistency.metrics.scoring import score_forecasts  # noqa: E402
 
 
 def forecasts(check, n: int, rng: np.random.Generator) -> np.ndarray:

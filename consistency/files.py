@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -161,3 +161,18 @@ def _extra_keys(item: BaseModel, prefix: str = "") -> set[str]:
                 if isinstance(sub, BaseModel):
                     out |= _extra_keys(sub, f"{prefix}{name}.{key}.")
     return out
+
+
+def jsonl_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
+    """The files to read: each file as given, each directory's ``*.jsonl`` files; and one problem sentence per
+    directory that holds none (said, while the other paths are still read)."""
+    files, problems = [], []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = sorted(path.glob("*.jsonl"))
+            files.extend(found)
+            if not found:
+                problems.append(f"{path}: is a directory with no .jsonl files")
+        else:
+            files.append(path)
+    return files, problems

@@ -11,7 +11,7 @@ A check's categorical field is a question's outcome *as the tuple groups it* (:m
 A yes/no question derived from a multiple-choice or numeric question says what it asks in
 ``metadata["outcome_event"]`` (:class:`OutcomeEvent`): the source question's id and either the options that make it
 YES or the value it must exceed. :func:`forecast_row` turns a tuple's forecasts into the check's columns (the array
-:func:`consistency.metrics.forecast_files.score_forecasts` takes), :func:`tuple_outcomes` its resolutions into the
+:func:`consistency.metrics.scoring.score_forecasts` takes), :func:`tuple_outcomes` its resolutions into the
 check's outcomes (which :meth:`~consistency.checks.Check.resolve` propagates).
 """
 

@@ -15,6 +15,11 @@ if find_spec("hypothesis") is not None:
     # tests hit RecursionError (deeply nested JSON), ending a green run with a traceback and exit code 1.
     import hypothesis  # noqa: F401
 
+# litellm (under forecasting-tools) fetches its model cost map from GitHub when first imported, unless told
+# to use the copy it ships: tests that import the library directly must not reach the network (and wait
+# seconds for a timeout where there is none). The package sets the same for its own import of the library.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 # Tests press Ctrl-C in a child (SIGINT) as a terminal would. A session started as a shell's background
 # job (`pytest &`, a sweep script) has SIGINT ignored, and an ignored signal stays ignored in every child
 # it starts, so those children slept through it and the tests timed out. A handler, unlike SIG_IGN, is

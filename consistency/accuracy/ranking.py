@@ -7,12 +7,15 @@ method says.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 
+from ..jsonl import LineError
 from ..metrics.stats import bootstrap_mean_ci
 from . import difficulty, proper, proxy
 from .inputs import ScoreInputError
@@ -190,6 +193,62 @@ def leaderboard(table: ForecastTable, method: str = "brier", as_of: datetime | N
     chosen = METHODS[method]
     rows = chosen.rank(table)
     return sorted(rows, key=lambda s: (np.isnan(s.score), s.score if chosen.lower_is_better else -s.score))
+
+
+@dataclass
+class Ranking:
+    """Standings best first, and how they were had: forecasters ranked from ground-truth summaries alone,
+    early-closing questions held back, repeated forecasts merged by the duplicates policy."""
+
+    standings: list[Standing]
+    from_summaries: int = 0
+    held_back: int = 0
+    duplicates: int = 0
+
+
+def rank_paths(
+    paths: Sequence[str | Path],
+    method: str = "brier",
+    as_of: datetime | None = None,
+    duplicates: str = "error",
+    skipped: list[LineError] | None = None,
+) -> Ranking:
+    """The leaderboard of the forecasts in ``paths`` (long tables, ground-truth files, run directories).
+
+    By Brier score with no ``as_of``, a path holding only ground-truth summaries is ranked by each forecaster's
+    stored mean and interval (the per-question rows are not needed); the other paths are read as one table."""
+    from ..store.runs import truth_summaries_only
+    from .table import load_table
+
+    if not paths:
+        raise ScoreInputError("give the forecasts to rank (files or run directories)")
+    summaries = [p for p in paths if truth_summaries_only(p)] if method == "brier" and as_of is None else []
+    rest = [p for p in paths if p not in summaries]
+    ranking = Ranking(_from_summaries(summaries))
+    ranking.from_summaries = len(ranking.standings)
+    if rest:
+        table = load_table(rest, duplicates, skipped)
+        ranking.duplicates = table.duplicates
+        if as_of is not None:
+            table, held = hold_back_early_closers(table, as_of)
+            ranking.held_back = len(held)
+        ranking.standings += leaderboard(table, method)
+    if summaries:  # only by Brier: lower is better
+        ranking.standings.sort(key=lambda s: (math.isnan(s.score), s.score))
+    return ranking
+
+
+def _from_summaries(paths: list[str | Path]) -> list[Standing]:
+    """Brier standings from each forecaster's stored mean and interval (the one its summary holds, if any)."""
+    if not paths:
+        return []
+    from .sources import find_sources
+
+    truth = find_sources([Path(p) for p in paths]).truth
+    return [
+        Standing(name, t.brier, *(t.ci95 if t.ci95 is not None else (None, None)), t.questions)
+        for name, t in truth.items()
+    ]
 
 
 @dataclass(frozen=True)

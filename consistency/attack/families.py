@@ -3,25 +3,30 @@
 A family is anything with a ``name`` and a ``propose(state)`` method yielding :class:`Candidate`
 tuples (a plain or an async generator), best first; the search takes the first one it has not
 evaluated yet. Built in: one family per check (that check over the weak tuples' base questions,
-then its seed tuples; a MONOTONE chain over those with a "by DATE" deadline) and one per mutation
-(a variant of a weak question put in its place, and the variant paired with its original). Write
-your own to plug in another proposal strategy.
+then its seed tuples; a MONOTONE chain over those with a "by DATE" deadline; a check of a multiple-choice or
+numeric question over such a question) and one per mutation (a variant of a weak question put in its place,
+and the variant paired with its original: PARAPHRASE, NEGATION, or NUMERIC_PARAPHRASE for a numeric
+question's). Write your own to plug in another proposal strategy.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..checks import Check, get_check
 from ..generate import TemplateInstantiator
+from ..generate import categorical as made_from_one
 from ..generate.chains import NoHorizon
 from ..generate.tuples import assemble_tuple
 from ..models import ForecastingQuestion
-from .mutations import MODEL_MUTATIONS, TEMPLATE_MUTATIONS, Variant, depth
+from .mutations import MODEL_MUTATIONS, TEMPLATE_MUTATIONS, Lineage, Variant, applies, depth
 
 _TEMPLATE = TemplateInstantiator()
+
+#: Whether a question may be a base of some check (:func:`base_fits`).
+Fits = Callable[[ForecastingQuestion], bool]
 
 
 @dataclass
@@ -61,8 +66,10 @@ class SearchState(Protocol):
         """Every violation found so far, worst first."""
         ...
 
-    def companions(self, questions: Sequence[ForecastingQuestion], k: int) -> list[ForecastingQuestion]:
-        """``k`` pool questions most related to ``questions``."""
+    def companions(
+        self, questions: Sequence[ForecastingQuestion], k: int, fits: Fits | None = None
+    ) -> list[ForecastingQuestion]:
+        """``k`` pool questions most related to ``questions`` (among those ``fits`` accepts)."""
         ...
 
     def similarity(self, questions: Sequence[ForecastingQuestion]) -> float:
@@ -101,9 +108,17 @@ def template_tuple(check: Check, bases: Mapping[str, ForecastingQuestion], **met
     return {**made, "metadata": {**made["metadata"], **metadata}}
 
 
+def base_fits(check: Check) -> Fits:
+    """Which questions the template takes as a base of ``check``: the multiple-choice or numeric source of a check
+    made from one (:func:`consistency.generate.categorical.fits`), a yes/no question for the others."""
+    if check.outcomes:
+        return lambda q: made_from_one.fits(check, q)
+    return lambda q: q.question_type in ("binary", "conditional_binary")
+
+
 class CheckFamily:
-    """Tuples of one check: over the base questions of the weakest tuples found (with related
-    questions of the pool where the check needs more), then the check's seed tuples in a random order."""
+    """Tuples of one check: over the base questions of the weakest tuples found that the check takes (with
+    related questions of the pool where the check needs more), then the check's seed tuples in a random order."""
 
     def __init__(self, check: str | Check) -> None:
         self.check = get_check(check)
@@ -111,18 +126,21 @@ class CheckFamily:
 
     def propose(self, state: SearchState) -> Iterable[Candidate]:
         names = _TEMPLATE.bases_for(self.check)
+        fits = base_fits(self.check)
         for weak in state.weak():
-            own = list({q.id: q for q in bases_of(weak.tuple).values()}.values())
+            own = [q for q in {q.id: q for q in bases_of(weak.tuple).values()}.values() if fits(q)]
+            if not own:
+                continue  # nothing of this tuple's questions fits the check: no tuple around it
             for order in _orders(own, len(names)):
-                chosen = order + state.companions(order, len(names) - len(order))
+                chosen = order + state.companions(order, len(names) - len(order), fits)
                 if len(chosen) < len(names):
                     continue
                 bases = dict(zip(names, chosen, strict=False))
                 relevance = {"similarity": state.similarity(list(bases.values()))}
                 try:
                     tup = template_tuple(self.check, bases, relevance=relevance)
-                except NoHorizon:  # a chain needs a question with a "by DATE" deadline to move
-                    continue
+                except (NoHorizon, made_from_one.NeedsWording):  # a chain needs a deadline to move; a second
+                    continue  # wording of a numeric question needs a model
                 lineage = {"parent": weak.key, "weak_questions": [q.id for q in own], "mutation": "other check"}
                 yield Candidate(self.check, tup, self.name, lineage)
         for i, tup in enumerate(state.seeds.get(self.check.name, ())):
@@ -153,8 +171,10 @@ class MutationFamily:
         for weak in state.weak():
             bases = bases_of(weak.tuple)
             for name, original in bases.items():
-                if depth(original) >= state.max_depth or (original.metadata or {}).get("mutation") == self.mutation:
+                if depth(original) >= state.max_depth or Lineage.of(original).mutation == self.mutation:
                     continue  # a variant of a variant of ...: titles stop meaning anything
+                if not applies(self.mutation, original, model=self.model):
+                    continue  # a yes/no wording of a multiple-choice or numeric question
                 for index in range(3 if self.mutation == "sibling" else 1):
                     variant = await state.variant(original, self.mutation, index, model=self.model)
                     if variant is None:
@@ -171,11 +191,12 @@ class MutationFamily:
     def _around(self, check, bases, name, variant: Variant, lineage, state: SearchState) -> Iterable[Candidate]:
         written = variant.source != "template"
         swapped = {**bases, name: variant.question}
-        if len({q.id for q in swapped.values()}) == len(swapped) and check.name in state.check_names:
+        distinct = len({q.id for q in swapped.values()}) == len(swapped)
+        if distinct and check.name in state.check_names and base_fits(check)(variant.question):
             try:
                 tup = template_tuple(check, swapped)
-            except NoHorizon:  # the variant of a chain's source lost its deadline: no substitute
-                tup = None
+            except (NoHorizon, made_from_one.NeedsWording):  # the variant of a chain's source lost its deadline;
+                tup = None  # a numeric question's second wording is a model's
             if tup is not None:
                 role = {**lineage, "role": "substitute"}
                 yield Candidate(check, tup, self.name, role, verify=written and variant.relation == "other")
@@ -185,11 +206,22 @@ class MutationFamily:
 
 
 def relation_tuple(original: ForecastingQuestion, variant: Variant) -> tuple[Check, dict[str, Any]] | None:
-    """The variant paired with its original: PARAPHRASE for a same-meaning variant, NEGATION for a negation."""
+    """The variant paired with its original: PARAPHRASE for a same-meaning variant, NEGATION for a negation;
+    NUMERIC_PARAPHRASE for a same-meaning variant of a numeric or date question (none for multiple choice)."""
+    v = variant.question
+    if original.question_type in ("numeric", "date"):
+        if variant.relation != "same":
+            return None
+        check = get_check("NUMERIC_PARAPHRASE")
+        words = {"para_X": (v.title, v.body)}
+        how = f"attack:{variant.mutation}"
+        tup = made_from_one.categorical_tuple(check, original, instantiator=how, wordings=words)
+        tup["para_X"]["metadata"] = {**tup["para_X"]["metadata"], **(v.metadata or {})}
+        return check, tup
     pair = {"same": ("PARAPHRASE", "para_P"), "negation": ("NEGATION", "not_P")}.get(variant.relation)
-    if pair is None:
+    if pair is None or not base_fits(get_check(pair[0]))(original):
         return None
-    check, v = get_check(pair[0]), variant.question
+    check = get_check(pair[0])
     tup = assemble_tuple(
         check, check, {"P": original}, {pair[1]: (v.title, v.body)}, instantiator=f"attack:{variant.mutation}"
     )

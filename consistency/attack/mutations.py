@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from ..generate.llm import FieldText
 from ..generate.tuples import NAMESPACE
 from ..llm import LLM
@@ -55,6 +57,39 @@ _BACKGROUND = (
 )
 
 
+#: Mutations that also apply to a multiple-choice, numeric or date question (the others reword a yes/no question:
+#: "is the answer YES?", a double negation, a condition on YES or NO; a model's prompts speak of YES too).
+ANY_TYPE_MUTATIONS = frozenset({"detail", "sibling"})
+
+
+def applies(mutation: str, question: ForecastingQuestion, *, model: bool = False) -> bool:
+    """Whether ``mutation`` makes a variant of ``question``: every mutation of a yes/no question, only the
+    template's :data:`ANY_TYPE_MUTATIONS` of the others."""
+    return question.question_type in ("binary", "conditional_binary") or (not model and mutation in ANY_TYPE_MUTATIONS)
+
+
+class Lineage(BaseModel):
+    """What a question's metadata says of where it came from (the keys the mutations write and read; every other
+    key of the metadata is left alone)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    variant_of: str | None = None
+    root: str | None = None  # the pool question it all came from
+    mutation: str | None = None
+    mutation_depth: int = 0
+    category: str | None = None
+
+    @classmethod
+    def of(cls, question: ForecastingQuestion) -> Lineage:
+        meta = question.metadata or {}
+        try:
+            return cls.model_validate(meta)
+        except ValidationError as exc:  # a key of another meaning under one of these names: that key is ignored
+            bad = {e["loc"][0] for e in exc.errors() if e["loc"]}
+            return cls.model_validate({k: v for k, v in meta.items() if k not in bad})
+
+
 @dataclass(frozen=True)
 class Variant:
     question: ForecastingQuestion
@@ -75,14 +110,16 @@ def _pick(options: Sequence[str], *parts: str) -> str:
 
 def depth(question: ForecastingQuestion) -> int:
     """How many mutations made this question (0 for a question of the pool)."""
-    return int((question.metadata or {}).get("mutation_depth", 0))
+    return Lineage.of(question).mutation_depth
 
 
 def _derived(original: ForecastingQuestion, mutation: str, title: str, body: str) -> ForecastingQuestion:
-    root = (original.metadata or {}).get("root") or original.id  # the pool question it all came from
-    meta = {"variant_of": original.id, "root": root, "mutation": mutation, "mutation_depth": depth(original) + 1}
-    if (original.metadata or {}).get("category") is not None:
-        meta["category"] = original.metadata["category"]  # type: ignore[index]
+    """The variant: a new id, title and body, the original's type, options or range, dates and resolution."""
+    was = Lineage.of(original)
+    made = Lineage(
+        variant_of=original.id, root=was.root or original.id, mutation=mutation, mutation_depth=was.mutation_depth + 1,
+        category=was.category,
+    )  # fmt: skip
     return ForecastingQuestion(
         id=_variant_id(original, mutation),
         title=title,
@@ -91,7 +128,9 @@ def _derived(original: ForecastingQuestion, mutation: str, title: str, body: str
         created_date=original.created_date,
         question_type=original.question_type,
         data_source="attack",
-        metadata=meta,
+        metadata=made.model_dump(exclude_none=True),
+        options=original.options,
+        range=original.range,
         resolution=original.resolution,
     )
 
@@ -135,9 +174,14 @@ def template_variant(
 
 
 def _siblings(original: ForecastingQuestion, pool: Sequence[ForecastingQuestion]) -> list[ForecastingQuestion]:
-    """Pool questions of the same category (another entity of the same reference class), in a fixed order."""
-    category = (original.metadata or {}).get("category")
-    same = [q for q in pool if q.id != original.id and (q.metadata or {}).get("category") == category]
+    """Pool questions of the same category and type (another entity of the same reference class), in a fixed
+    order."""
+    category = Lineage.of(original).category
+    same = [
+        q
+        for q in pool
+        if q.id != original.id and q.question_type == original.question_type and Lineage.of(q).category == category
+    ]
     return sorted(same, key=lambda q: hashlib.sha256(f"{original.id}|{q.id}".encode()).hexdigest())
 
 

@@ -12,16 +12,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import distributions as dist
 from ..checks import get_check
 from ..jsonl import atomic_write, dump_line
 from ..metrics.scoring import score_forecasts
+from ..models import ForecastingQuestion
 from ..store import layout
+from ..store.records import AttackSummary, TopTuple
+from .families import bases_of
+from .mutations import Lineage
 
 if TYPE_CHECKING:
     from ..llm.accounting import RunStats
     from .search import Evaluated, Search
 
 TOP_SHOWN = 5
+#: A categorical field with more columns than this (a numeric question's grid) is shown by its quartiles.
+SHOWN_COLUMNS = 12
+QUARTILES = (0.25, 0.5, 0.75)
 
 
 def _stats(values: list[float], threshold: float) -> dict[str, Any]:
@@ -58,8 +66,8 @@ def returned(search: Search, per_root: int = 1) -> list[Evaluated]:
 
 
 def _root(e: Evaluated) -> frozenset[str]:
-    bases = (e.tuple.get("metadata") or {}).get("base_sentences") or {}
-    return frozenset((q.get("metadata") or {}).get("root") or q.get("id") for q in bases.values())
+    """The pool questions a tuple was made from (a variant counts as the question it came from)."""
+    return frozenset(Lineage.of(q).root or q.id for q in bases_of(e.tuple).values())
 
 
 def summarize(search: Search, target: RunStats, generator: RunStats | None, with_baseline: bool) -> dict[str, Any]:
@@ -133,11 +141,31 @@ def _llm(stats: RunStats) -> dict[str, Any]:
 
 
 def _top_entry(e: Evaluated) -> dict[str, Any]:
-    fields = [
-        {"field": f, "title": e.tuple[f]["title"], "prob": p}
-        for f, p in zip(e.check.field_names, e.probs or [], strict=False)
-    ]
+    """A most violated tuple: each field's title and forecast (a categorical field's in the check's columns)."""
+    row = e.probs or []
+    fields = []
+    for f in e.check.field_names:
+        where = e.check.column_slices[f]
+        values = [float(v) for v in row[where]] if row else []
+        entry: dict[str, Any] = {"field": f, "title": e.tuple[f]["title"]}
+        if f in e.check.categorical and len(values) > SHOWN_COLUMNS:  # a whole grid: its quartiles say more
+            entry["quantiles"] = _quartiles(e.tuple[f], (e.forecasts or {}).get(f) or {})
+            entry["date"] = e.tuple[f].get("question_type") == "date"
+        elif f in e.check.categorical:
+            entry["columns"] = dict(zip(e.check.columns[where], values, strict=True))
+        else:
+            entry["prob"] = values[0] if values else None
+        fields.append(entry)
     return {"check": e.check.name, "violation": e.violation, "family": e.family, "lineage": e.lineage, "fields": fields}
+
+
+def _quartiles(question: dict[str, Any], forecast: dict[str, Any]) -> dict[str, float] | None:
+    """A numeric forecast's quartiles in the question's unit (outside the range: the nearest bound)."""
+    q = ForecastingQuestion.model_validate(question)
+    if q.range is None or "cdf" not in forecast:
+        return None
+    where = np.interp(QUARTILES, np.asarray(forecast["cdf"], dtype=float), dist.locations())
+    return {f"{p:g}": float(v) for p, v in zip(QUARTILES, q.range.value(where), strict=True)}
 
 
 def write_outputs(search: Search, out: Path, summary: dict[str, Any]) -> list[Evaluated]:
@@ -158,14 +186,11 @@ def write_outputs(search: Search, out: Path, summary: dict[str, Any]) -> list[Ev
                 tup = {f: e.tuple[f] for f in check.field_names}
                 meta = dict(e.tuple.get("metadata") or {})
                 meta["attack"] = {"violation": e.violation, "family": e.family, "lineage": e.lineage, "round": e.round,
-                                  "forecasts": dict(zip(check.field_names, e.probs or [], strict=False))}  # fmt: skip
+                                  "forecasts": dict(zip(check.columns, e.probs or [], strict=False))}  # fmt: skip
                 fh.write(dump_line({**tup, "metadata": meta}))
         with atomic_write(out / layout.FORECASTS_DIR / layout.forecast_file(check)) as fh:
             for i, e in enumerate(items):
-                line = {
-                    f: {"question": e.tuple[f], "forecast": {"prob": p}}
-                    for f, p in zip(check.field_names, e.probs or [], strict=True)
-                }
+                line = {f: {"question": e.tuple[f], "forecast": (e.forecasts or {})[f]} for f in check.field_names}
                 fh.write(dump_line({"line": line, "violation_data": scores.violation_data(i)}))
     kept = {id(e) for e in found}
     with atomic_write(out / layout.SEARCH_LOG) as fh:
@@ -197,69 +222,63 @@ def _table(head: list[str]) -> list[str]:
     return [_row(*head), _row(*["---"] * len(head))]
 
 
-def render_markdown(s: dict[str, Any]) -> str:
+def render_markdown(summary: AttackSummary | dict[str, Any]) -> str:
     """The attack's report as Markdown (also what ``cc attack`` prints)."""
-    f, t, g = s["forecasts"], s["target_llm"], s["generator_llm"]
-    base = f"; uniform baseline {f['baseline']}" if f["baseline"] is not None else ""
+    s = AttackSummary.model_validate(summary) if isinstance(summary, dict) else summary
+    f, t, g = s.forecasts, s.target_llm, s.generator_llm
+    base = f"; uniform baseline {f.baseline}" if f.baseline is not None else ""
     lines = [
         "# Adversarial search",
         "",
-        f"Forecasts of the target: search {f['search']}/{s['budget']}{base}. "
-        f"Rounds: {s['rounds']}, tuples evaluated: {s['tuples_evaluated']}.",
-        f"Target model calls this session: {t['calls']} ({t['cache_hits']} cache hits, ${t['cost']:.4f}).",
+        f"Forecasts of the target: search {f.search}/{s.budget}{base}. "
+        f"Rounds: {s.rounds}, tuples evaluated: {s.tuples_evaluated}.",
+        f"Target model calls this session: {t.calls} ({t.cache_hits} cache hits, ${t.cost:.4f}).",
     ]
     if g is not None:
-        lines.append(f"Generator model calls: {g['calls']} ({g['cache_hits']} cache hits, ${g['cost']:.4f}).")
-    lines += [f"Seeds: {note}." for note in s.get("seeds_skipped") or ()]
+        lines.append(f"Generator model calls: {g.calls} ({g.cache_hits} cache hits, ${g.cost:.4f}).")
+    lines += [f"Seeds: {note}." for note in s.seeds_skipped]
     lines.append("")
-    n_returned = sum(row["found"]["n"] for row in s["per_check"].values())
-    if not s["found_above_threshold"]:
-        lines.append(f"**Nothing found above the threshold ({s['threshold']:g})**: no returned tuple is a violation.")
+    n_returned = sum(row.found.n for row in s.per_check.values())
+    if not s.found_above_threshold:
+        lines.append(f"**Nothing found above the threshold ({s.threshold:g})**: no returned tuple is a violation.")
     else:
         lines.append(
-            f"**{s['found_above_threshold']} of the {n_returned} returned tuples are above the threshold "
-            f"({s['threshold']:g}).**"
+            f"**{s.found_above_threshold} of the {n_returned} returned tuples are above the threshold "
+            f"({s.threshold:g}).**"
         )
-    ratio = s["attack_over_random"]
-    if f["baseline"] is None:
+    ratio = s.attack_over_random
+    if f.baseline is None:
         lines.append(
-            f"Mean violation of the returned tuples {_num(s['attack_mean_violation'])} (no uniform baseline: "
+            f"Mean violation of the returned tuples {_num(s.attack_mean_violation)} (no uniform baseline: "
             "--no-baseline)."
         )
     else:
         lines.append(
-            f"Mean violation of the returned tuples {_num(s['attack_mean_violation'])}; of the top {s['keep']} "
-            f"uniformly sampled at the same budget {_num(s['random_mean_violation'])} (all sampled: "
-            f"{_num(s['random_all_mean_violation'])}); ratio {'—' if ratio is None else f'{ratio:.1f}x'}."
+            f"Mean violation of the returned tuples {_num(s.attack_mean_violation)}; of the top {s.keep} "
+            f"uniformly sampled at the same budget {_num(s.random_mean_violation)} (all sampled: "
+            f"{_num(s.random_all_mean_violation)}); ratio {'—' if ratio is None else f'{ratio:.1f}x'}."
         )
     lines += ["", "## Per check (arbitrage violation)", ""]
     lines += _table(["check", "returned", "mean", "max", "above", "uniform", "mean", "max", "above"])
-    for name, row in s["per_check"].items():
-        a, u = row["found"], row["uniform"]
+    for name, row in s.per_check.items():
+        a, u = row.found, row.uniform
         lines.append(
-            _row(name, a["n"], _num(a["mean"]), _num(a["max"]), a["above_threshold"],
-                 u["n"], _num(u["mean"]), _num(u["max"]), u["above_threshold"])
+            _row(name, a.n, _num(a.mean), _num(a.max), a.above_threshold, u.n, _num(u.mean), _num(u.max),
+                 u.above_threshold)
         )  # fmt: skip
     lines += ["", "## Families (what paid off)", ""]
     lines += _table(["family", "tuples", "forecasts", "mean violation", "above", "returned", "rejected"])
-    for name, row in s["families"].items():
+    for name, fam in s.families.items():
         lines.append(
-            _row(
-                name,
-                row["tuples"],
-                row["forecasts"],
-                _num(row["mean_violation"]),
-                row["above_threshold"],
-                row["returned"],
-                row["rejected"],
-            )
-        )
+            _row(name, fam.tuples, fam.forecasts, _num(fam.mean_violation), fam.above_threshold, fam.returned,
+                 fam.rejected)
+        )  # fmt: skip
     lines += ["", "## Most violated tuples", ""]
-    for i, top in enumerate(s["top"], 1):
-        how = top["lineage"].get("mutation") or ("seed" if "seed" in top["lineage"] else "")
-        lines.append(
-            f"{i}. {top['check']}, violation {_num(top['violation'])} ({top['family']}{', ' + how if how else ''})"
-        )
-        for row in top["fields"]:
-            lines.append(f"   - {row['field']} = {row['prob']:.3f}: {row['title']}")
+    for i, top in enumerate(s.top, 1):
+        lines.append(f"{i}. {top.check}, violation {_num(top.violation)} ({top.family}{_how(top)})")
+        lines += [f"   - {row.field} = {row.shown()}: {row.title}" for row in top.fields]
     return "\n".join(lines) + "\n"
+
+
+def _how(top: TopTuple) -> str:
+    return f", {top.how}" if top.how else ""

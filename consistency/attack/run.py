@@ -18,7 +18,7 @@ from typing import Any
 
 from ..checks import Check, all_checks, get_check
 from ..checks.logic import Var
-from ..datasets import benchmark_dir
+from ..datasets import benchmark_dir, tuples_source
 from ..errors import InputError
 from ..evaluation.scoring import forecast_files
 from ..files import FileKind, detect, validate_lines
@@ -52,10 +52,15 @@ class AttackResult:
 
 
 def load_seeds(source: str | Path | None, checks: Sequence[Check]) -> dict[str, list[dict[str, Any]]]:
-    """Seed tuples per check from a tuples or forecasts directory (default: the bundled benchmark), metadata kept."""
+    """Seed tuples per check from a tuples or forecasts directory or a bundled set (``bundled:typed``; default: the
+    bundled benchmark), metadata kept."""
     wanted = {c.name for c in checks}
     seeds: dict[str, list[dict[str, Any]]] = {}
-    for path in forecast_files([source or benchmark_dir() / layout.TUPLES_DIR]):
+    try:
+        where = tuples_source(source) or benchmark_dir() / layout.TUPLES_DIR
+    except ValueError as exc:
+        raise AttackError(str(exc)) from None
+    for path in forecast_files([where]):
         info = detect(path)
         if info.check is None or info.kind not in (FileKind.TUPLES, FileKind.FORECASTS):
             raise AttackError(f"{path}: holds {info.kind}, not tuples of a check")

@@ -29,9 +29,10 @@ from ..forecasters import Forecaster
 from ..generate.verify import TupleVerifier
 from ..llm import LLM
 from ..metrics.scoring import ScoreParams, score_forecasts
-from ..models import ForecastingQuestion
-from .families import Candidate, Family, relation_tuple
-from .mutations import Variant, model_variant, template_variant
+from ..models import ForecastEntry, ForecastingQuestion, parse_forecast
+from ..outcomes import forecast_row
+from .families import Candidate, Family, Fits, relation_tuple
+from .mutations import Lineage, Variant, model_variant, template_variant
 from .store import Journal, question_key, tuple_key
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,8 @@ class Evaluated:
     round: int
     sampler: str = "search"
     cost: int = 0  # new forecasts charged for it
-    probs: list[float] | None = None
+    probs: list[float] | None = None  # the forecasts in the check's columns (a categorical field: one per outcome)
+    forecasts: dict[str, dict[str, Any]] | None = None  # each field's forecast (prob, probs or cdf)
     violation: float | None = None
     frequentist: float | None = None
     error: str | None = None
@@ -108,17 +110,20 @@ class SearchView:
         above = sum((scored[i].violation or 0.0) > threshold for i in order)
         self._weak = [scored[i] for i in order[: max(self._s.options.beam, above)]]
 
-    def companions(self, questions: Sequence[ForecastingQuestion], k: int) -> list[ForecastingQuestion]:
-        """``k`` pool questions most related to ``questions`` (same category first, then by similarity)."""
+    def companions(
+        self, questions: Sequence[ForecastingQuestion], k: int, fits: Fits | None = None
+    ) -> list[ForecastingQuestion]:
+        """``k`` pool questions most related to ``questions`` (same category first, then by similarity), among
+        those ``fits`` accepts."""
         if k <= 0:
             return []
         taken = {q.id for q in questions}
         first = questions[0] if questions else None
-        category = (first.metadata or {}).get("category") if first else None
+        category = Lineage.of(first).category if first else None
         sims = self._s.similarities(first) if first else np.zeros(len(self.pool))
         order = sorted(
-            (i for i, q in enumerate(self.pool) if q.id not in taken),
-            key=lambda i: (((self.pool[i].metadata or {}).get("category") != category), -sims[i], i),
+            (i for i, q in enumerate(self.pool) if q.id not in taken and (fits is None or fits(q))),
+            key=lambda i: ((Lineage.of(self.pool[i]).category != category), -sims[i], i),
         )
         return [self.pool[i] for i in order[:k]]
 
@@ -268,28 +273,43 @@ class Search:
         if todo:
             await self._ask(todo)
         for arm, candidate, keys in batch:
-            probs = [self.journal.answers[question_key(q)] for q in candidate.questions()]
             questions_ = candidate.questions()
             record = Evaluated(
                 tuple_key(candidate.check, questions_), candidate.check, candidate.tuple, candidate.family,
                 candidate.lineage, self.rounds, sampler, cost=len(set(new) & keys),
             )  # fmt: skip
-            failed = [a["error"] for a in probs if a["prob"] is None]
+            answers = [self.journal.answers[question_key(q)] for q in questions_]
+            failed = [a["error"] for a in answers if a["forecast"] is None]
             if failed:
                 record.error = f"no forecast: {failed[0]}"
             else:
-                record.probs = [float(a["prob"]) for a in probs]
-                scores = score_forecasts(candidate.check, [record.probs], params=self.options.params)
-                record.violation = _clean(float(scores.values("default")[0]))
-                record.frequentist = _clean(float(scores.values("frequentist")[0]))
+                self._score(record, questions_, [a["forecast"] for a in answers])
             self.evaluated.append(record)
             if arm is not None:
                 arm.total += record.reward(self.options.params.arbitrage_threshold)
 
+    def _score(self, record: Evaluated, questions: list[ForecastingQuestion], forecasts: list[dict[str, Any]]) -> None:
+        """The tuple's forecasts in its check's columns, scored; a tuple they do not fit is recorded as an error."""
+        check = record.check
+        try:
+            entries = {
+                f: ForecastEntry(question=q, forecast=parse_forecast(q, forecast))
+                for f, q, forecast in zip(check.field_names, questions, forecasts, strict=True)
+            }
+            row = forecast_row(check, entries)
+        except ValueError as exc:  # TupleShapeError, or a forecast of the wrong kind for its question
+            record.error = f"unscorable: {exc}"
+            return
+        record.forecasts = dict(zip(check.field_names, forecasts, strict=True))
+        record.probs = [float(v) for v in row]
+        scores = score_forecasts(check, [record.probs], params=self.options.params)
+        record.violation = _clean(float(scores.values("default")[0]))
+        record.frequentist = _clean(float(scores.values("frequentist")[0]))
+
     async def _ask(self, questions: list[ForecastingQuestion]) -> None:
         def journal(outcome) -> None:
-            prob = outcome.forecast.prob if outcome.forecast is not None else None
-            self.journal.answer(question_key(outcome.question), prob, outcome.error, outcome.question.title)
+            forecast = outcome.forecast.model_dump(mode="json", exclude={"metadata"}) if outcome.forecast else None
+            self.journal.answer(question_key(outcome.question), forecast, outcome.error, outcome.question.title)
 
         self.asked += len(questions)
         await self.forecaster.forecast_many(

@@ -27,9 +27,13 @@ __all__ = ["CONFIG", "GENERATOR_TRANSCRIPT", "JOURNAL", "TRANSCRIPT", "Journal",
 
 
 def question_key(q: ForecastingQuestion) -> str:
-    """What a forecaster is shown (title, body, dates): two questions that read alike are one forecast."""
-    dates = f"{q.resolution_date}|{q.created_date}"
-    return hashlib.sha256(f"{q.title}\x00{q.body}\x00{dates}".encode()).hexdigest()[:16]
+    """What a forecaster is shown (title, body, dates; the options or range of a multiple-choice or numeric
+    question): two questions that read alike are one forecast. A yes/no question's key is as it always was."""
+    shown = f"{q.title}\x00{q.body}\x00{q.resolution_date}|{q.created_date}"
+    if q.options is not None or q.range is not None:
+        shape = q.model_dump(mode="json", include={"question_type", "options", "range"})
+        shown += "\x00" + json.dumps(shape, sort_keys=True)
+    return hashlib.sha256(shown.encode()).hexdigest()[:16]
 
 
 def tuple_key(check: Check, questions: list[ForecastingQuestion]) -> str:
@@ -41,7 +45,7 @@ class Journal:
     """The journal of one attack directory, loaded on open."""
 
     path: Path
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # question key -> {"prob", "error"}
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # question key -> {"forecast", "error"}
     charged: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # sampler -> question keys
     variants: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -56,7 +60,10 @@ class Journal:
             if kind == "charge":
                 journal.charged[record["sampler"]].update(record["keys"])
             elif kind == "forecast":
-                journal.answers[record["key"]] = {"prob": record.get("prob"), "error": record.get("error")}
+                forecast = record.get("forecast")
+                if forecast is None and record.get("prob") is not None:  # a journal of a yes/no-only version
+                    forecast = {"prob": record["prob"]}
+                journal.answers[record["key"]] = {"forecast": forecast, "error": record.get("error")}
             elif kind == "variant":
                 journal.variants[record["key"]] = record.get("variant")
             elif kind == "verdict":
@@ -70,9 +77,12 @@ class Journal:
             self._append({"kind": "charge", "sampler": sampler, "keys": new})
             self.charged[sampler].update(new)
 
-    def answer(self, key: str, prob: float | None, error: str | None, title: str = "") -> None:
-        self._append({"kind": "forecast", "key": key, "prob": prob, "error": error, "title": title})
-        self.answers[key] = {"prob": prob, "error": error}
+    def answer(self, key: str, forecast: dict[str, Any] | None, error: str | None, title: str = "") -> None:
+        """The forecast of question ``key`` (``{"prob": ...}``, ``{"probs": [...]}`` or ``{"cdf": [...]}``, as
+        :func:`consistency.models.parse_forecast` reads it), or why there is none."""
+        record = {"kind": "forecast", "key": key, "forecast": forecast, "error": error, "title": title}
+        self._append(record)
+        self.answers[key] = {"forecast": forecast, "error": error}
 
     def variant(self, key: str, value: dict[str, Any] | None, reason: str | None = None) -> None:
         self._append({"kind": "variant", "key": key, "variant": value, "reason": reason})

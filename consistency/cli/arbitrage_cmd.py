@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from .console import escape, out, show, table
+from .options import AsJson
 
 app = typer.Typer(help="ArbitrageForecaster call trees (the paper's and ours).", no_args_is_help=True)
 
@@ -33,7 +34,7 @@ def replay_cmd(
     write: Annotated[
         Path | None, typer.Option("--write", help="Write the files with every node recomputed bottom-up to DIR.")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Recompute every node from its children; compare with the stored values, per depth."""
     from ..forecasters.arbitrage.replay import replay

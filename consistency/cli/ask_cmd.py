@@ -12,13 +12,14 @@ from ..models import ForecastingQuestion
 from .console import err, escape, out
 from .exits import ExitCode
 from .llm_command import LLMArgs, llm_command, run_calls
+from .options import AsJson
 
 
 @llm_command
 def ask(
     title: Annotated[str, typer.Argument(help="The question, e.g. 'Will X happen before 2030?'")],
     body: Annotated[str, typer.Option("--body", help="Resolution criteria shown with the question.")] = "",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    as_json: AsJson = False,
     reasoning: Annotated[
         bool | None,
         typer.Option(

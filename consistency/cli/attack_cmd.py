@@ -11,31 +11,27 @@ from ..llm import LLMSettings
 from .console import err, escape, show
 from .errors import handle_errors
 from .llm_command import llm_settings_command
+from .options import AsJson, Checks, Concurrency, Forecaster, ForecasterOptions
 
 
 @handle_errors(after="finished forecasts are journaled; run the same command with --resume")
 @llm_settings_command
 def attack_cmd(
-    forecaster: Annotated[
-        str,
-        typer.Option("--forecaster", "-f", help="The target: any spec cc evaluate takes (basic, a model spec, ...)."),
-    ] = "local",
-    forecaster_option: Annotated[
-        list[str] | None, typer.Option("--forecaster-option", "-F", help="Forecaster option key=value (repeatable).")
-    ] = None,
+    forecaster: Forecaster = "local",
+    forecaster_option: ForecasterOptions = None,
     budget: Annotated[
         int, typer.Option("--budget", "-b", min=1, help="Most forecasts of the target the search spends (a hard cap).")
     ] = 200,
-    checks: Annotated[
-        str | None, typer.Option("--checks", "-c", help="Comma-separated checks to search over (default: all).")
-    ] = None,
+    checks: Checks = None,
     questions: Annotated[
         Path | None,
         typer.Option("--questions", "-q", help="Base questions (JSONL): the pool, and the seeds when no --tuples."),
     ] = None,
     tuples: Annotated[
         Path | None,
-        typer.Option("--tuples", "-t", help="Seed tuples: a tuples or forecasts directory (default: bundled)."),
+        typer.Option(
+            "--tuples", "-t", help="Seed tuples: a tuples or forecasts directory, or bundled:typed (default: bundled)."
+        ),
     ] = None,
     model: Annotated[
         str | None,
@@ -68,8 +64,8 @@ def attack_cmd(
             "--verify-threshold", min=0, max=10, help="Verifier score (0-10) a tuple with model-written text needs."
         ),
     ] = 6,
-    concurrency: Annotated[int, typer.Option(min=1, help="Questions forecast at once.")] = 16,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of the report.")] = False,
+    concurrency: Concurrency = 16,
+    as_json: AsJson = False,
     *,
     llm_settings: LLMSettings,
 ) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,26 +25,13 @@ def batches(
     ] = False,
 ) -> None:
     """List the batches a --batch run submitted (state, requests, answered, failed, cost), or cancel them."""
-    from ..llm.batch import BATCHES, default_journal, read_batches, update_batches
+    from ..llm.batch_journal import batches_of
 
     words = list(args or [])
     cancel = bool(words) and words[0] == "cancel"
-    if cancel:
-        words = words[1:]
-    if len(words) > 1:
+    if len(words) > 1 + cancel:
         raise InputError("give one RUNDIR (or batch id with cancel)")
-    target, only = (words[0] if words else None), None
-    path = Path(target) / BATCHES if target and Path(target).is_dir() else default_journal()
-    if target and not Path(target).is_dir():
-        if not cancel:
-            raise InputError(f"{target} is not a run directory")
-        only = target
-    records = read_batches(path)
-    if only and not any(only in (r.get("batch_id"), r["id"]) for r in records.values()):
-        raise InputError(f"no batch {only} in {path}; give its run directory")
-    if cancel or refresh:
-        records = {r["id"]: r for r in asyncio.run(update_batches(path, cancel=cancel, only=only))}
-    _print(path, list(records.values()))
+    _print(*batches_of(words[-1] if len(words) > cancel else None, cancel=cancel, refresh=refresh))
 
 
 _DONE = ("completed", "failed", "expired", "cancelled")

@@ -10,6 +10,7 @@ import typer
 
 from ..accuracy.ranking import compare as compare_two
 from .console import escape, out
+from .options import AsJson, BootstrapSeed
 from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
 
 
@@ -18,10 +19,10 @@ def compare(
     b: Annotated[str, typer.Argument(help="Second forecaster.")],
     paths: Annotated[list[Path], typer.Argument(help=SOURCES_HELP)],
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 10_000,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
+    seed: BootstrapSeed = 0,
     as_of: AsOf = None,
     duplicates: Duplicates = "error",
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Is A more accurate than B? 100·ln(p_A/p_B) on the outcome, per question both answered."""
     c = compare_two(load_forecasts(paths, duplicates), a, b, resamples=resamples, seed=seed, as_of=as_of)

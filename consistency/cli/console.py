@@ -92,14 +92,17 @@ def table(
     total: Sequence[object] | None = None,
     fold: Sequence[str] = (),
     no_wrap: bool = False,
+    box: str | None = "HEAVY_HEAD",
     **options: Any,
 ) -> Table:
     """The one table of ``cc``: the first ``left`` columns (or those named in it: names, not figures) left-aligned,
     the others right-aligned; ``total`` a bold last row under a rule; columns in ``fold`` wrap long values (with
-    ``no_wrap``, the others never wrap); ``options`` go to rich's table (a caption...)."""
+    ``no_wrap``, the others never wrap); ``box`` names a :mod:`rich.box` style (None: no lines); ``options`` go
+    to rich's table (a caption, ``title_justify``...)."""
+    from rich import box as boxes
     from rich.table import Table
 
-    grid = Table(title=title, **options)
+    grid = Table(title=title, box=None if box is None else getattr(boxes, box), **options)
     for i, name in enumerate(columns):
         flush = i < left if isinstance(left, int) else name in left
         overflow = "fold" if name in fold else "ellipsis"

@@ -7,7 +7,7 @@ import json
 import typer
 
 from ..evaluation import Estimate, EvaluationResult
-from .console import err, escape, out
+from .console import err, escape, out, table
 from .exits import ExitCode
 
 
@@ -29,24 +29,13 @@ def print_estimate(found: Estimate, as_json: bool, max_cost: float | None = None
     if as_json:
         out.print_json(json.dumps(found.as_dict()))
         return
-    from rich.table import Table
-
-    table = Table(title=f"What the run would ask: {found.forecaster}", title_justify="left")
-    for name in ("model", "calls", "cache hits", "prompt tokens", "completion tokens", "USD"):
-        table.add_column(name, justify="left" if name == "model" else "right")
-    for m in found.models:
-        usd = "no price" if m.cost is None else f"{m.cost:.4f}"
-        table.add_row(m.model, str(m.calls), str(m.cache_hits), str(m.prompt_tokens), str(m.completion_tokens), usd)
+    rows = [(m.model, m.calls, m.cache_hits, m.prompt_tokens, m.completion_tokens,
+             "no price" if m.cost is None else f"{m.cost:.4f}") for m in found.models]  # fmt: skip
     if len(found.models) != 1:
-        table.add_row(
-            "total",
-            str(found.calls),
-            str(found.cache_hits),
-            str(found.prompt_tokens),
-            str(found.completion_tokens),
-            f"{found.cost:.4f}",
-        )
-    out.print(table)
+        f = found
+        rows.append(("total", f.calls, f.cache_hits, f.prompt_tokens, f.completion_tokens, f"{f.cost:.4f}"))
+    columns = ("model", "calls", "cache hits", "prompt tokens", "completion tokens", "USD")
+    out.print(table(f"What the run would ask: {found.forecaster}", columns, rows, title_justify="left"))
     done = f", {found.answered} already answered" if found.answered else ""
     err.print(f"{found.forecasts} forecasts{done}; no model was called and no run directory written", markup=False)
     for m in found.models:

@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 
 from .bounds import above
-from .console import err, escape, fmt, out, print_skipped
+from .console import err, escape, fmt, out, print_skipped, table
 from .exits import ExitCode
+from .options import AsJson, BootstrapSeed
 
 
 def diff(
@@ -46,8 +47,8 @@ def diff(
     ] = "default",
     top: Annotated[int, typer.Option("--top", "-n", min=0, help="Tuples that changed most, shown with answers.")] = 5,
     bootstrap: Annotated[int, typer.Option(min=1, help="Paired bootstrap resamples for the intervals.")] = 1000,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    seed: BootstrapSeed = 0,
+    as_json: AsJson = False,
 ) -> None:
     """Compare two runs on the tuples (or resolved questions) both scored: mean violation (or Brier score) of
     each, the paired difference B − A with a bootstrap interval and a paired test, and what changed most."""
@@ -81,38 +82,24 @@ def diff(
 
 
 def _print(result) -> None:
-    from rich import box
-    from rich.table import Table
-
     what = "Brier score" if result.a.kind == "ground_truth" else f"{result.metric} violation"
-    ci = f"{100 * (1 - result.level):g}% CI"
-    title = f"mean {what} (lower is better), B − A, p of the paired {result.test} test"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("check", "n", "A", "B", "B − A", ci, "p", "better/worse/same", ""):
-        table.add_column(column, justify="left" if column in ("check", "") else "right")
-    rows = [*result.groups.items(), ("overall", result.overall)]
-    for name, d in rows:
-        per_group = result.level / max(1, len(result.groups))
-        cut = result.level if name == "overall" else per_group
+    columns = ("check", "n", "A", "B", "B − A", f"{100 * (1 - result.level):g}% CI", "p", "better/worse/same", "")
+    rows = []
+    for name, d in [*result.groups.items(), ("overall", result.overall)]:
+        cut = result.level if name == "overall" else result.level / max(1, len(result.groups))
         verdict = "[red]worse[/red]" if d.significantly_worse(cut, result.test) else ""
         verdict = verdict or ("[green]better[/green]" if d.significantly_better(cut, result.test) else "")
         interval = "-" if d.ci_low is None else f"[{d.ci_low:+.4f}, {d.ci_high:+.4f}]"
-        table.add_row(
-            escape(name) if name != "overall" else "[bold]overall[/bold]",
-            str(d.n),
-            fmt(d.mean_a),
-            fmt(d.mean_b),
-            "-" if d.diff is None else f"{d.diff:+.4f}",
-            interval,
-            f"{d.p(result.test):.3g}",
-            f"{d.better}/{d.worse}/{d.same}",
-            verdict,
-        )
+        rows.append((escape(name) if name != "overall" else "[bold]overall[/bold]", d.n, fmt(d.mean_a), fmt(d.mean_b),
+                     "-" if d.diff is None else f"{d.diff:+.4f}", interval, f"{d.p(result.test):.3g}",
+                     f"{d.better}/{d.worse}/{d.same}", verdict))  # fmt: skip
+    title = f"mean {what} (lower is better), B − A, p of the paired {result.test} test"
+    grid = table(title, columns, rows, left=("check", ""), box="SIMPLE_HEAD", title_justify="left")
     out.print(f"A: {escape(str(result.a.path))} ({escape(result.a.label)})")
     out.print(f"B: {escape(str(result.b.path))} ({escape(result.b.label)})")
     for note in result.notes:
         out.print(f"[yellow]note[/yellow]: {escape(note)}")
-    out.print(table)
+    out.print(grid)
     if result.changed:
         out.print("[bold]changed most[/bold]")
     for c in result.changed:

@@ -8,24 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
-from ..evaluation import (
-    EvaluationResult,
-    RunDir,
-    RunOptions,
-    estimate,
-    estimate_questions,
-    estimate_resume,
-    evaluate,
-    resume,
-)
-from ..evaluation.ground_truth import evaluate_questions, resume_questions
+from ..evaluation import EvaluationResult, RunOptions
 from ..evaluation.reading import how_to_read
-from ..evaluation.resuming import resume_options
-from ..forecasters import load_forecaster
-from ..forecasters.loading import parse_options
+from ..evaluation.request import Gates, Priced, Request, run_request
 from ..llm import LLMSettings
-from ..llm.secrets import redact
-from ..metrics.scoring import ScoreParams
 from ..store.layout import GROUND_TRUTH_SUMMARY, SUMMARY
 from ..store.meta import Totals
 from ..store.records import truth_summary_of
@@ -34,7 +20,8 @@ from .console import err, escape, fmt, out, print_skipped, violations
 from .cost_view import print_estimate, stopped_at_cap
 from .errors import handle_errors
 from .exits import ExitCode
-from .llm_command import llm_settings_command
+from .llm_command import llm_settings_command, shared_options
+from .options import AsJson, Bootstrap, Checks, Concurrency, Epsilon, Forecaster, ForecasterOptions
 from .progress import RunBar
 
 
@@ -50,34 +37,48 @@ def _after(exc: BaseException, kwargs: dict[str, Any]) -> str | None:
     return f"run directory: {run_dir} (failed); once fixed, resume it with: cc evaluate --resume {run_dir}"
 
 
+FailOnError = Annotated[
+    float | None,
+    typer.Option(
+        "--fail-on-error",
+        min=0,
+        help="Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0).",
+    ),
+]
+MaxViolation = Annotated[
+    float | None,
+    typer.Option(
+        "--max-violation",
+        min=0,
+        help="Exit 1 (after writing the run) when the mean arbitrage violation over checks is above this.",
+    ),
+]
+CheckLevel = Annotated[
+    bool, typer.Option("--check-level", help="With --max-violation: hold every check to the limit, not the mean.")
+]
+gate_options = shared_options(
+    {"fail_on_error": (FailOnError, None), "max_violation": (MaxViolation, None), "check_level": (CheckLevel, False)},
+    "gates",
+    lambda v: Gates(v["fail_on_error"], v["max_violation"], v["check_level"]),
+)
+
+
 @handle_errors(after=_after)
 @llm_settings_command
+@gate_options
 def evaluate_cmd(
-    forecaster: Annotated[
-        str,
-        typer.Option(
-            "--forecaster",
-            "-f",
-            help="basic, cot, logprob, constant, uniform, crowd, replay; a model (gpt-4o, openai/NAME, "
-            "openrouter/VENDOR/NAME, URL::NAME: the basic forecaster with it; local: the bundled model, "
-            "logprob:local); name:model (cot:gpt-4o, logprob:gpt-4o-mini, basic:local); "
-            "arbitrage:SPEC (SPEC arbitraged, -F checks=neg,cond); file.py::Class or package.module:Class; "
-            "a forecasting-tools bot: ft:bot.py::MyBot, ft:package.module:MyBot, ft:TemplateBot.",
-        ),
-    ] = "local",
-    forecaster_option: Annotated[
-        list[str] | None,
-        typer.Option("--forecaster-option", "-F", help="Forecaster option key=value (repeatable), e.g. -F p=0.3."),
-    ] = None,
+    forecaster: Forecaster = "local",
+    forecaster_option: ForecasterOptions = None,
     tuples: Annotated[
         Path | None,
         typer.Option(
-            "--tuples", "-t", help="Directory of <Checker>.jsonl tuple files, or one file (default: bundled)."
+            "--tuples",
+            "-t",
+            help="Directory of <Checker>.jsonl tuple files, or one file; bundled:typed for the multiple-choice and "
+            "numeric checks (default: the bundled yes/no benchmark).",
         ),
     ] = None,
-    checks: Annotated[
-        str | None, typer.Option("--checks", "-c", help="Comma-separated checks to run, e.g. cond,neg (default: all).")
-    ] = None,
+    checks: Checks = None,
     limit: Annotated[
         int | None, typer.Option("--limit", "-n", min=1, help="At most N tuples per check (sampled).")
     ] = None,
@@ -92,39 +93,16 @@ def evaluate_cmd(
     resume_dir: Annotated[
         Path | None, typer.Option("--resume", help="Finish an interrupted run directory without re-asking.")
     ] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Questions forecast at once.")] = 32,
+    concurrency: Concurrency = 32,
     forecast_timeout: Annotated[
         float,
         typer.Option(
             "--forecast-timeout", min=0, callback=positive, help="Seconds per question before it is recorded as failed."
         ),
     ] = 300.0,
-    epsilon: Annotated[
-        float, typer.Option(min=0, max=0.5, help="Forecasts of exactly 0 or 1 become ε / 1-ε for arbitrage.")
-    ] = 1e-3,
-    bootstrap: Annotated[
-        int, typer.Option(min=0, help="Bootstrap resamples for the 95% interval of each mean (0: none).")
-    ] = 1000,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
-    fail_on_error: Annotated[
-        float | None,
-        typer.Option(
-            "--fail-on-error",
-            min=0,
-            help="Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0).",
-        ),
-    ] = None,
-    max_violation: Annotated[
-        float | None,
-        typer.Option(
-            "--max-violation",
-            min=0,
-            help="Exit 1 (after writing the run) when the mean arbitrage violation over checks is above this.",
-        ),
-    ] = None,
-    check_level: Annotated[
-        bool, typer.Option("--check-level", help="With --max-violation: hold every check to the limit, not the mean.")
-    ] = False,
+    epsilon: Epsilon = 1e-3,
+    bootstrap: Bootstrap = 1000,
+    as_json: AsJson = False,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -143,106 +121,28 @@ def evaluate_cmd(
         ),
     ] = None,
     *,
+    gates: Gates,
     llm_settings: LLMSettings,
 ) -> None:
     """Forecast every question of a consistency benchmark once, score every tuple, write a run directory."""
-    from ..evaluation.gate import checked_limit, failed_gates
-
-    for flag, gate_limit in (("--max-violation", max_violation), ("--fail-on-error", fail_on_error)):
-        if gate_limit is not None:  # a gate that could never fail (NaN, inf, negative): refused before any question
-            checked_limit(flag, gate_limit)
-    bar = RunBar()
-    options = RunOptions(
-        concurrency=concurrency,
-        timeout=forecast_timeout,
-        llm=llm_settings,
-        max_cost=max_cost,
-        on_start=bar.start,
-        on_record=bar.record,
-        on_batch=bar.batch,
+    request = Request(
+        forecaster, forecaster_option, tuples, checks, limit, seed, questions, out_dir, epsilon, bootstrap
     )
+    bar = RunBar()
+    options = RunOptions(concurrency=concurrency, timeout=forecast_timeout, llm=llm_settings, max_cost=max_cost,
+                         on_start=bar.start, on_record=bar.record, on_batch=bar.batch)  # fmt: skip
     try:
-        from ..sources.paper import dataset_path  # paper:NAME and hf:// references → local files
-
-        tuples, questions = dataset_path(tuples), dataset_path(questions)
-        if resume_dir is not None:
-            recorded = RunDir(resume_dir).read()
-            given = {
-                "forecaster": forecaster,
-                "forecaster_option": forecaster_option,
-                "tuples": tuples,
-                "checks": checks,
-                "limit": limit,
-                "seed": seed,
-                "questions": questions,
-                "out_dir": out_dir,
-                "epsilon": epsilon,
-                "bootstrap": bootstrap,
-            }
-            options, notices = resume_options(recorded, options, given, _explicit(), resume_dir)
-            for notice in notices:
-                err.print(notice, markup=False)
-            again = None  # a spec with a key in its URL was stored scrubbed: the user gives it again
-            if redact(forecaster) != forecaster and redact(forecaster) == recorded.get("forecaster_spec"):
-                again = load_forecaster(forecaster, recorded.get("forecaster_options"))
-            if dry_run:
-                print_estimate(
-                    estimate_resume(resume_dir, forecaster=again, options=options), as_json, options.max_cost
-                )
-                return
-            finish = resume_questions if recorded.get("kind") == "ground_truth" else resume
-            result = finish(resume_dir, forecaster=again, options=options)
-        elif dry_run:
-            forecaster_options = _options(forecaster_option)
-            if questions is not None:
-                found = estimate_questions(
-                    forecaster,
-                    questions,
-                    limit=limit,
-                    seed=seed,
-                    forecaster_options=forecaster_options,
-                    options=options,
-                )
-            else:
-                found = estimate(
-                    forecaster,
-                    tuples=tuples,
-                    checks=[c for c in checks.split(",") if c.strip()] if checks else None,
-                    limit=limit,
-                    seed=seed,
-                    forecaster_options=forecaster_options,
-                    options=options,
-                )
-            print_estimate(found, as_json, max_cost)
-            return
-        elif questions is not None:
-            result = evaluate_questions(
-                forecaster,
-                questions,
-                limit=limit,
-                seed=seed,
-                out=out_dir,
-                forecaster_options=_options(forecaster_option),
-                options=options,
-            )
-        else:
-            result = evaluate(
-                forecaster,
-                tuples=tuples,
-                checks=[c for c in checks.split(",") if c.strip()] if checks else None,
-                limit=limit,
-                seed=seed,
-                out=out_dir,
-                forecaster_options=_options(forecaster_option),
-                params=ScoreParams(epsilon=epsilon, bootstrap=bootstrap),
-                options=options,
-            )
+        result = run_request(request, options, resume_dir=resume_dir, explicit=_explicit(), dry_run=dry_run,
+                             say=lambda notice: err.print(notice, markup=False))  # fmt: skip
     finally:
         bar.stop()
+    if isinstance(result, Priced):
+        print_estimate(result.estimate, as_json, result.max_cost)
+        return
     if result.record.stopped:
         stopped_at_cap(result)
     _print(result, as_json)
-    failures = failed_gates(result, fail_on_error=fail_on_error, max_violation=max_violation, per_check=check_level)
+    failures = gates.failures(result)
     for sentence in failures:
         err.print(f"[red]failed[/red]: {escape(sentence)}")
     if failures:
@@ -264,10 +164,6 @@ def _explicit() -> set[str]:
     return {name for name in ctx.params if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
 
 
-def _options(items: list[str] | None) -> dict[str, str]:
-    return parse_options(items or [])
-
-
 def _print(result: EvaluationResult, as_json: bool) -> None:
     record = result.record
     summary = truth_summary_of(record) if result.report is None else None
@@ -281,6 +177,8 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
                 f"Brier score {fmt(summary.avg_brier_score)}  log score {fmt(summary.avg_log_score)} bits  "
                 f"calibration error {fmt(summary.calibration_error)}"
             )
+            for kind, scores in summary.by_type.items():  # multiple-choice, numeric, date questions
+                out.print(scores.line(kind))
     elif as_json:
         out.print_json((result.run_dir / SUMMARY).read_text(encoding="utf-8"))
     else:

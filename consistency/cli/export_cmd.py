@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from .console import err, escape, fmt, out, pct
+from .options import Epsilon
 
 app = typer.Typer(help="Write a run in another tool's format.", no_args_is_help=True)
 
@@ -18,9 +19,7 @@ app = typer.Typer(help="Write a run in another tool's format.", no_args_is_help=
 def inspect_log(
     run: Annotated[Path, typer.Argument(help="A run directory (or any directory of <Checker>.jsonl forecast files).")],
     output: Annotated[Path, typer.Option("--out", "-o", help="The log to write: LOG.eval or LOG.json.")],
-    epsilon: Annotated[
-        float, typer.Option(min=0, max=0.5, help="Forecasts of exactly 0 or 1 are moved to ε / 1-ε for arbitrage.")
-    ] = 1e-3,
+    epsilon: Epsilon = 1e-3,
 ) -> None:
     """Write RUN's forecasts as an inspect log of task consistency/all, scored as the inspect task scores."""
     from ..integrations.inspect.logs import export_run

@@ -33,9 +33,10 @@ def forecastbench(
     """Write RUN's forecasts as ForecastBench forecast sets, one per question set, checked by its rules first."""
     from ..forecastbench.export import question_sets, submissions
     from ..forecastbench.forecasts import read_run
+    from ..forecastbench.outputs import run_questions
 
     forecasts = read_run(run)
-    made = submissions(forecasts, question_sets(_questions(run, questions)), organization=organization, model=model,
+    made = submissions(forecasts, question_sets(run_questions(run, questions)), organization=organization, model=model,
                        model_organization=model_organization, reasoning=reasoning)  # fmt: skip
     refused = False
     for sub in made:
@@ -59,24 +60,3 @@ def forecastbench(
         out.print(f"{escape(str(path))}: {rows} forecasts ({covered}), {verdict}")
     if refused:
         raise typer.Exit(ExitCode.FAILED)
-
-
-def _questions(run: Path, given: Path | None):
-    from ..errors import InputError
-    from ..evaluation.ground_truth import load_questions
-    from ..forecastbench import ForecastBenchError
-    from ..store.runs import recorded_questions_file
-
-    path = given
-    if path is None:
-        recorded = recorded_questions_file(run)
-        if not recorded:
-            raise ForecastBenchError(
-                f"{run} records no questions file (a run on tuples): give --questions with the imported questions"
-            )
-        path = Path(recorded)
-    try:
-        questions, _ = load_questions(path)
-    except (OSError, InputError) as exc:
-        raise ForecastBenchError(f"{path}: {exc}") from None
-    return questions

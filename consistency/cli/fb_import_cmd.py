@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from ..errors import InputError
 from .console import err, escape, out, table
 
 app = typer.Typer(help="Read questions published elsewhere.", no_args_is_help=True)
@@ -48,7 +47,7 @@ def forecastbench(
     """ForecastBench question sets as questions: one per market question, one per dataset question and
     resolution date, outcomes from the resolution sets; ids keep ForecastBench's id, source and date."""
     from ..forecastbench import load
-    from ..jsonl import write_jsonl
+    from ..forecastbench.outputs import COMBINATION_FILE, write_import
 
     if out_path.is_dir():
         raise typer.BadParameter(f"{out_path} is a directory; give a JSONL file", param_hint="--out")
@@ -58,19 +57,17 @@ def forecastbench(
     for note in loaded.notes:
         err.print(f"note: {escape(note)}", soft_wrap=True)
     _problems(imported.problems)
-    if not imported.questions and not loaded.forecast_sets:
-        raise InputError("no question could be read from the sources")
-    if imported.questions:
-        write_jsonl(out_path, imported.questions)
-    if tuples is not None and imported.tuples:
-        write_jsonl(tuples / "CombinationChecker.jsonl", imported.tuples)
-    written_runs = _runs(loaded, runs)
+    written = write_import(loaded, out_path, tuples, runs)
     _summary(loaded, out_path)
     if tuples is not None:
-        shown = escape(str(tuples / "CombinationChecker.jsonl"))
+        shown = escape(str(tuples / COMBINATION_FILE))
         out.print(f"{len(imported.tuples)} COMBINATION tuple(s)" + (f" in {shown}" if imported.tuples else ""))
-    for line in written_runs:
-        out.print(line)
+    for run in written:
+        if isinstance(run, str):
+            out.print(run)
+            continue
+        missing = f"; {run.incomplete} combination(s) lack one of their six forecasts" if run.incomplete else ""
+        out.print(f"{escape(run.name)}: {run.lines} COMBINATION forecast line(s) in {escape(str(run.folder))}{missing}")
 
 
 def _problems(problems) -> None:
@@ -103,30 +100,3 @@ def _summary(loaded, out_path: Path) -> None:
             f"{imported.unresolved_markets} unresolved market rows: their current value is kept as information "
             "(metadata.forecastbench.resolution), not as an outcome"
         )
-
-
-def _runs(loaded, runs: Path | None) -> list[str]:
-    """Forecast sets among the sources, as COMBINATION forecast lines (one run folder each)."""
-    if not loaded.forecast_sets:
-        return []
-    if runs is None:
-        return [f"{len(loaded.forecast_sets)} forecast set(s) among the sources: give --runs DIR to measure their "
-                "combination rows"]  # fmt: skip
-    from ..forecastbench.combination import combination_lines
-    from ..forecastbench.forecasts import read_forecast_set
-    from ..jsonl import write_jsonl
-
-    if not loaded.imported.tuples:
-        return ["no combination questions in the question sets given, so the forecast sets' combination rows "
-                "have nothing to be measured against (give the question set they answer)"]  # fmt: skip
-    lines_out = []
-    for document in loaded.forecast_sets:
-        forecasts = read_forecast_set(document.doc, document.file)
-        lines, incomplete = combination_lines(loaded.imported.tuples, forecasts.probs)
-        target = runs / Path(document.file).stem
-        write_jsonl(target / "CombinationChecker.jsonl", lines)
-        missing = f"; {incomplete} combination(s) lack one of their six forecasts" if incomplete else ""
-        lines_out.append(
-            f"{escape(forecasts.name)}: {len(lines)} COMBINATION forecast line(s) in {escape(str(target))}{missing}"
-        )
-    return lines_out

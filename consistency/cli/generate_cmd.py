@@ -11,11 +11,12 @@ import typer
 from ..errors import InputError
 from ..generate.chains import NO_HORIZON
 from ..generate.pipeline import GenerateOptions, GenerateReport
-from ..generate.run import Makers, choose_checks, generate_checks, shortfall
+from ..generate.run import Makers, around_question, choose_checks, choose_makers, generate_checks, shortfall
+from ..llm import LLM
 from .console import err, escape, out, questions_of
 from .errors import SAVED, handle_errors
 from .exits import ExitCode
-from .llm_command import LLMArgs, llm_command, print_usage, run_calls
+from .llm_command import LLMArgs, llm_command
 from .progress import Progress
 
 
@@ -30,17 +31,6 @@ class RelevanceChoice(StrEnum):
     llm = "llm"
     embeddings = "embeddings"
     off = "off"
-
-
-def choose_instantiator(choice: InstantiatorChoice, llm_args: LLMArgs) -> str:
-    if choice != InstantiatorChoice.auto:
-        return choice.value
-    from ..llm.secrets import redact
-
-    chosen = "llm" if llm_args.hosted else "template"
-    why = f"model {redact(llm_args.model)} is hosted" if llm_args.hosted else "the only model is the bundled local one"
-    err.print(f"instantiator: [bold]{chosen}[/bold] ({why}; pass --instantiator to choose)")
-    return chosen
 
 
 @handle_errors(after=SAVED)
@@ -94,20 +84,16 @@ def generate_cmd(
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir} is a file, not a directory: --out takes a directory")
     pool = questions_of(questions)
-    source = None
-    if around is not None:
-        source = next((q for q in pool if q.id == around), None)
-        if source is None:
-            raise InputError(f"no question with id {around} in {questions}")
-    kind = choose_instantiator(instantiator, llm_args)
-    rel = relevance.value if relevance != RelevanceChoice.auto else ("llm" if kind == "llm" else "embeddings")
-    makers = Makers(llm_args.model, kind, kind == "llm" if verify is None else verify, threshold, verifier_model,
-                    rel, embeddings)  # fmt: skip
+    source = around_question(pool, around, questions) if around is not None else None
+    makers, why = choose_makers(llm_args.model, instantiator.value, verify, threshold, verifier_model, relevance.value,
+                                embeddings)  # fmt: skip
+    if why:
+        err.print(f"instantiator: [bold]{makers.instantiator}[/bold] ({why}; pass --instantiator to choose)")
     options = GenerateOptions(
         n=n, candidates=candidates, top=top, prefilter=prefilter, seed=seed, around=source,
         concurrency=llm_args.settings.width(llm_args.values["max_connections"], n),
     )  # fmt: skip
-    reports, skipped = run_calls(_run(checks, pool, out_dir, options, makers, llm_args))
+    reports, skipped = llm_args.run(lambda llm: _run(checks, pool, out_dir, options, makers, llm))
     for report in reports:
         _print_report(report)
         short = shortfall(report, options, len(pool))
@@ -119,23 +105,20 @@ def generate_cmd(
         raise typer.Exit(ExitCode.USAGE if skipped and not reports else ExitCode.FAILED)
 
 
-async def _run(checks, pool, out_dir: Path, options: GenerateOptions, makers: Makers, llm_args: LLMArgs):
-    async with llm_args.client() as llm:
-        with Progress() as progress:
+async def _run(checks, pool, out_dir: Path, options: GenerateOptions, makers: Makers, llm: LLM):
+    with Progress() as progress:
 
-            def track(check):
-                task = progress.task(check.class_name, total=options.n)
+        def track(check):
+            task = progress.task(check.class_name, total=options.n)
 
-                def show(r: GenerateReport) -> None:
-                    rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
-                    skipped = f", {r.skipped} skipped" if r.skipped else ""
-                    task.update(completed=r.total, info=f"{rejected} rejected{skipped}, {llm.stats.calls} calls")
+            def show(r: GenerateReport) -> None:
+                rejected = sum(v for k, v in r.rejected.items() if not k.startswith("relevance"))
+                skipped = f", {r.skipped} skipped" if r.skipped else ""
+                task.update(completed=r.total, info=f"{rejected} rejected{skipped}, {llm.stats.calls} calls")
 
-                return show
+            return show
 
-            made = await generate_checks(checks, pool, out_dir, options, makers, llm, track)
-    print_usage(llm.stats)
-    return made
+        return await generate_checks(checks, pool, out_dir, options, makers, llm, track)
 
 
 def _print_report(report: GenerateReport) -> None:

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from ..accuracy.ranking import METHODS, hold_back_early_closers
-from ..accuracy.ranking import leaderboard as rank
-from ..errors import InputError
+from ..accuracy.ranking import METHODS, rank_paths
 from .console import err, escape, fmt, questions_of, show, table
-from .table_options import SOURCES_HELP, AsOf, Duplicates, load_forecasts
-
-if TYPE_CHECKING:
-    from ..accuracy.ranking import Standing
+from .options import AsJson
+from .table_options import SOURCES_HELP, AsOf, Duplicates, merged, skipping
 
 FB_PATHS = " With --forecastbench: run directories and ForecastBench forecast-set files."
 
@@ -25,7 +21,7 @@ def leaderboard(
     method: Annotated[str, typer.Option("--method", "-m", help=f"One of: {', '.join(METHODS)}.")] = "brier",
     as_of: AsOf = None,
     duplicates: Duplicates = "error",
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    as_json: AsJson = False,
     forecastbench: Annotated[
         str | None,
         typer.Option(help="ForecastBench's columns instead: its imported questions (JSONL) or sets, with outcomes."),
@@ -48,20 +44,16 @@ def leaderboard(
         _forecastbench(forecastbench, paths or [], fixed_effects=fixed_effects, baselines=baselines,
                                   bootstrap=bootstrap, seed=seed, all_rounds=all_rounds, as_json=as_json)  # fmt: skip
         return
-    if not paths:
-        raise InputError("give the forecasts to rank (files or run directories)")
-    summaries = [p for p in paths if _summaries_only(p)] if method == "brier" and as_of is None else []
-    rest = [p for p in paths if p not in summaries]
-    standings = _from_summaries(summaries)
-    if rest:
-        forecasts = load_forecasts(rest, duplicates)
-        if as_of is not None:
-            forecasts, held = hold_back_early_closers(forecasts, as_of)
-            if held:
-                err.print(f"{len(held)} early-closing question(s) held back until their scheduled date")
-        standings += rank(forecasts, method)
-    if summaries:  # only with --method brier: lower is better
-        standings.sort(key=lambda s: (math.isnan(s.score), s.score))
+    with skipping() as skipped:
+        ranking = rank_paths(paths or [], method, as_of, duplicates, skipped)
+    if ranking.from_summaries:
+        err.print(
+            f"{ranking.from_summaries} forecaster(s) ranked by the mean Brier score of their ground-truth summary"
+        )
+    merged(ranking.duplicates, duplicates)
+    if ranking.held_back:
+        err.print(f"{ranking.held_back} early-closing question(s) held back until their scheduled date")
+    standings = ranking.standings
     chosen = METHODS[method]
     rows = [
         (i, escape(s.forecaster), fmt(s.score), "-" if s.low is None else f"[{fmt(s.low)}, {fmt(s.high)}]",
@@ -73,27 +65,6 @@ def leaderboard(
     columns = ("#", "forecaster", "score", "95% interval", "questions")
     show(doc, as_json, lambda: table(title, columns, rows, left=("forecaster",), caption=chosen.description,
                                      caption_justify="left"))  # fmt: skip
-
-
-def _summaries_only(path: Path) -> bool:
-    from ..store.runs import truth_summaries_only
-
-    return truth_summaries_only(path)
-
-
-def _from_summaries(paths: list[Path]) -> list[Standing]:
-    """Brier standings from each forecaster's stored mean and interval (the one its summary holds, if any)."""
-    if not paths:
-        return []
-    from ..accuracy.ranking import Standing
-    from ..accuracy.sources import find_sources
-
-    truth = find_sources(paths).truth
-    err.print(f"{len(truth)} forecaster(s) ranked by the mean Brier score of their ground-truth summary")
-    return [
-        Standing(name, t.brier, *(t.ci95 if t.ci95 is not None else (None, None)), t.questions)
-        for name, t in truth.items()
-    ]
 
 
 def _forecastbench(

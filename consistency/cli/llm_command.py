@@ -11,7 +11,7 @@ import asyncio
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -63,6 +63,17 @@ class LLMArgs:
 
     def client(self) -> LLM:
         return LLM(self.settings, transcript=self.transcript)
+
+    def run(self, work: Callable[[LLM], Awaitable[T]]) -> T:
+        """``work(llm)`` in one client session (the local model's start shown), its usage said at the end."""
+
+        async def session() -> T:
+            async with self.client() as llm:
+                result = await work(llm)
+            print_usage(llm.stats)
+            return result
+
+        return run_calls(session())
 
 
 def shared_options(options: dict[str, tuple[Any, Any]], param: str, build: Callable[[dict[str, Any]], Any]):

@@ -17,7 +17,7 @@ from ..store.layout import resolved_file
 from .bounds import positive
 from .console import err, escape, out, questions_of
 from .errors import SAVED, handle_errors
-from .llm_command import LLMArgs, llm_command, print_usage, run_calls, shared_options
+from .llm_command import LLMArgs, llm_command, shared_options
 
 app = typer.Typer(help="Make and check base questions for a benchmark.", no_args_is_help=True)
 
@@ -66,16 +66,12 @@ def _report(report: QuestionReport) -> None:
 def _make(titles_of, out_path: Path, making: Making, llm_args: LLMArgs, metadata: dict | None = None) -> None:
     """Titles, then bodies and resolution dates (and verification), with the model's usage said at the end."""
 
-    async def run() -> QuestionReport:
-        async with llm_args.client() as llm:
-            report = await complete(titles_of, out_path, llm, llm_args.model, making, metadata, on_titles=said)
-        print_usage(llm.stats)
-        return report
-
     def said(count: int) -> None:
         err.print(f"{count} distinct title(s); writing bodies and resolution dates")
 
-    _report(run_calls(run()))
+    _report(
+        llm_args.run(lambda llm: complete(titles_of, out_path, llm, llm_args.model, making, metadata, on_titles=said))
+    )
 
 
 @app.command("synth")
@@ -146,14 +142,7 @@ def verify_cmd(
 ) -> None:
     """Keep questions that are clear, coherent, precisely resolvable and about real events (score >= threshold)."""
     pool = questions_of(questions)
-
-    async def run():
-        async with llm_args.client() as llm:
-            report = await verify_questions(pool, out_path, llm, llm_args.model, threshold)
-        print_usage(llm.stats)
-        return report
-
-    _report(run_calls(run()))
+    _report(llm_args.run(lambda llm: verify_questions(pool, out_path, llm, llm_args.model, threshold)))
 
 
 @app.command("scrape")
@@ -213,30 +202,18 @@ def scrape_cmd(
 ) -> None:
     """Questions (binary, multiple-choice, numeric, date) from a forecasting platform, appended to --out
     (de-duplicated by source id)."""
-    from ..errors import InputError
-    from ..sources import SOURCES, HttpSettings, ScrapeOptions, scrape
-    from ..sources.scraper import ALL_TYPES
+    from ..sources.request import scrape_request
     from .progress import Progress
 
-    chosen = [t.strip() for t in types.split(",") if t.strip()]
-    chosen = list(ALL_TYPES) if chosen == ["all"] else chosen
-    unknown = [t for t in chosen if t not in ALL_TYPES]
-    if unknown or not chosen:
-        raise InputError(f"--types takes {', '.join(ALL_TYPES)} or all, got {types!r}")
-    if source not in SOURCES:
-        raise InputError(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}")
-    if status not in ("resolved", "open", "all"):
-        raise InputError(f"--status must be resolved, open or all, got {status!r}")
-    opts = ScrapeOptions(
-        status=status, resolved_after=day(resolved_after, "--resolved-after"),
-        resolved_before=day(resolved_before, "--resolved-before"), created_after=day(created_after, "--created-after"),
-        min_forecasters=min_forecasters, min_volume=min_volume, min_traders=min_traders, search=search,
-        tournament=tournament, min_days=min_days, market_lead_days=market_lead_days, types=tuple(chosen),
-    )  # fmt: skip
-    src = SOURCES[source]()
-    http = HttpSettings(
-        requests_per_minute=src.default_rpm if rpm is None else (rpm or None), concurrency=concurrency,
-        timeout=timeout, max_attempts=max_attempts, offline=offline, refresh=refresh,
+    dates = {"resolved_after": resolved_after, "resolved_before": resolved_before, "created_after": created_after}
+    job = scrape_request(
+        source, out_path, n=n, types=types, status=status, dates=dates,
+        filters={"min_forecasters": min_forecasters, "min_volume": min_volume, "min_traders": min_traders,
+                 "search": search, "tournament": tournament, "min_days": min_days,
+                 "market_lead_days": market_lead_days},
+        http={"rpm": rpm, "concurrency": concurrency, "timeout": timeout, "max_attempts": max_attempts,
+              "offline": offline, "refresh": refresh},
+        base_url=base_url, cache_dir=cache_dir, resume=resume,
     )  # fmt: skip
     with Progress(transient=True) as progress:
         task = progress.task(f"scraping {source}", total=n)
@@ -246,8 +223,7 @@ def scrape_cmd(
             info = f"{report.pages} pages, {skipped} skipped, {report.already} already there"
             task.update(completed=report.written, info=info)
 
-        report = asyncio.run(scrape(src, out_path, opts, n=n, base_url=base_url, http=http, cache_root=cache_dir,
-                                    resume=resume, on_page=on_page))  # fmt: skip
+        report = job(on_page)
     _scraped(report, source)
 
 
@@ -310,16 +286,9 @@ def news_cmd(
         err.print(f"[yellow]warning[/yellow] {escape(problem)}")
     kept, dropped = dedupe_articles(pool, dedupe)
     err.print(f"{len(pool)} article(s), {dropped} near-duplicate(s) dropped, {len(kept)} to read")
-
-    async def run():
-        async with llm_args.client() as llm:
-            report = await questions_from_news(kept, out_path, llm, llm_args.model, horizon_days=horizon_days,
-                                               per_article=per_article, threshold=threshold, span=span,
-                                               rephrase=rephrase, verifier_model=verifier_model)  # fmt: skip
-        print_usage(llm.stats)
-        return report
-
-    report = run_calls(run())
+    settings = {"horizon_days": horizon_days, "per_article": per_article, "threshold": threshold, "span": span,
+                "rephrase": rephrase, "verifier_model": verifier_model}  # fmt: skip
+    report = llm_args.run(lambda llm: questions_from_news(kept, out_path, llm, llm_args.model, **settings))
     out.print(
         f"{report.written} new question(s) from {len(kept) - report.already} article(s) in {escape(str(report.path))}"
         + (f" ({report.already} article(s) done in an earlier run)" if report.already else "")
@@ -354,14 +323,9 @@ def resolve_cmd(
     pool = questions_of(questions)
     as_of_day = day(as_of, "--as-of") or date.today()
     target = out_path or resolved_file(questions)
-
-    async def run():
-        async with llm_args.client() as llm:
-            result = await resolve_questions(pool, llm, llm_args.model, as_of=as_of_day, votes=votes)
-        print_usage(llm.stats)
-        return result
-
-    resolved, report = run_calls(run())
+    resolved, report = llm_args.run(
+        lambda llm: resolve_questions(pool, llm, llm_args.model, as_of=as_of_day, votes=votes)
+    )
     write_jsonl(target, resolved)
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items())) or "none"
     out.print(f"{report.asked} question(s) asked ({outcomes}); {len(resolved)} written to {escape(str(target))}")

@@ -11,6 +11,7 @@ from ..store.layout import REPAIR_REPORT
 from .console import err, escape, fmt, out, show, table
 from .errors import handle_errors
 from .exits import ExitCode
+from .options import AsJson
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -66,7 +67,7 @@ def repair(
             "and repair the rest (default: stop, name the conflicting tuples, write nothing).",
         ),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the repair report as JSON.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Project the forecasts onto the coherent set (no model calls) and write a repaired run directory.
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import InputError
 from .console import escape, fmt, out, table
 from .progress import working
+
+if TYPE_CHECKING:
+    from ..report.repair_section import RepairComparison
 
 
 def report(
@@ -53,11 +55,10 @@ def report(
 
     start = time.perf_counter()
     with working(f"reading {len(paths)} path(s) and drawing the figures"):
-        result = make_report(paths, out_file, top=top, png_dir=png, title=title)
-    if diff:
-        _add_diff(paths, result.path)
-    if repair or arbitrage_run is not None:
-        _add_repair(paths[0], arbitrage_run, result.path)
+        result = make_report(paths, out_file, top=top, png_dir=png, title=title, diff=diff, repair=repair,
+                             arbitrage_run=arbitrage_run)  # fmt: skip
+    if result.repairs is not None:
+        _print_repairs(result.repairs)
     for run in result.runs:
         problems = [f"{run.n_failures} failed question(s)"] if run.n_failures else []
         problems += [f"{run.n_unscorable} unscorable line(s)"] if run.n_unscorable else []
@@ -71,29 +72,7 @@ def report(
     )
 
 
-def _path(spec: str) -> str:
-    """The path of a ``NAME=PATH`` argument (a path that exists as given is a path, ``=`` and all)."""
-    return spec.split("=", 1)[1] if "=" in spec and not Path(spec).exists() else spec
-
-
-def _add_diff(paths: list[str], page: Path) -> None:
-    from ..evaluation.diff import diff_runs
-    from ..report.diff_section import add_to_report, diff_html
-
-    if len(paths) != 2:
-        raise InputError(f"--diff compares two runs; {len(paths)} PATH(s) given")
-    add_to_report(page, diff_html(diff_runs(*map(_path, paths))))
-
-
-def _add_repair(first: str, arbitrage_run: Path | None, page: Path) -> None:
-    from ..report.diff_section import add_to_report
-    from ..report.repair_section import compare_repairs, repair_html
-
-    try:
-        result = compare_repairs(_path(first), arbitrage_run)
-    except InputError as exc:
-        raise InputError(f"--repair: {exc}") from None
-    add_to_report(page, repair_html(result))
+def _print_repairs(result: RepairComparison) -> None:
     rows = [
         ("mean violation", *[fmt(c.overall) for c in result.contenders]),
         ("Brier where resolved", *[fmt(c.brier) for c in result.contenders]),

@@ -11,6 +11,7 @@ from ..errors import InputError
 from ..store.layout import SUMMARY
 from .console import err, escape, fmt, pct, print_skipped, show, table, violations
 from .exits import ExitCode
+from .options import AsJson, Bootstrap, BootstrapSeed, Epsilon
 
 if TYPE_CHECKING:  # the scoring stack (numpy, pydantic models) loads when the command runs, not for --help
     from ..evaluation.scoring import ScoreReport
@@ -29,17 +30,13 @@ def score(
     out_dir: Annotated[
         Path | None, typer.Option("--out", "-o", help="Output directory (default: runs/<time>_score_<name>).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON instead of a table.")] = False,
+    as_json: AsJson = False,
     check: Annotated[
         str | None, typer.Option("--check", "-c", help="Check of the given file(s) (default: detect).")
     ] = None,
-    epsilon: Annotated[
-        float, typer.Option(min=0, max=0.5, help="Forecasts of exactly 0 or 1 are moved to ε / 1-ε for arbitrage.")
-    ] = 1e-3,
-    bootstrap: Annotated[
-        int, typer.Option(min=0, help="Bootstrap resamples for the 95% interval of each mean (0: none).")
-    ] = 1000,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the bootstrap.")] = 0,
+    epsilon: Epsilon = 1e-3,
+    bootstrap: Bootstrap = 1000,
+    seed: BootstrapSeed = 0,
 ) -> None:
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
     from ..evaluation.scoring import ScoreParams, run_directories, score_path, write_report

@@ -52,9 +52,14 @@ def load_forecasts(paths: list[Path], duplicates: str = "error") -> ForecastTabl
 
     with skipping() as skipped:
         table = load_table(paths, duplicates, skipped)
-    if table.duplicates:
+    merged(table.duplicates, duplicates)
+    return table
+
+
+def merged(count: int, duplicates: str) -> None:
+    """Said when repeated forecasts were merged by the ``--duplicates`` policy."""
+    if count:
         err.print(
-            f"{table.duplicates} (forecaster, question) pair(s) had differing repeated forecasts: "
+            f"{count} (forecaster, question) pair(s) had differing repeated forecasts: "
             f"merged by --duplicates {duplicates}"
         )
-    return table

@@ -8,23 +8,10 @@ from typing import Annotated
 import typer
 
 from ..errors import InputError
-from ..files import validate_file
+from ..files import jsonl_files, validate_file
 from .console import err, escape, out
 from .errors import report as report_error
 from .exits import ExitCode
-
-
-def _expand(paths: list[Path]) -> tuple[list[Path], list[str]]:
-    files, problems = [], []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(path.glob("*.jsonl"))
-            files.extend(found)
-            if not found:
-                problems.append(f"{path}: is a directory with no .jsonl files")
-        else:
-            files.append(path)
-    return files, problems
 
 
 def validate(
@@ -37,7 +24,7 @@ def validate(
     max_errors: Annotated[int, typer.Option(min=0, help="Print at most this many errors per file (0: all).")] = 0,
 ) -> None:
     """Validate JSONL files line by line; exit 1 if any line is bad."""
-    files, problems = _expand(paths)
+    files, problems = jsonl_files(paths)
     failed = bool(problems)
     for problem in problems:
         err.print(f"[red]error[/red] {escape(problem)}")

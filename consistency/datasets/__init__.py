@@ -27,3 +27,30 @@ def typed_benchmark_dir() -> Path:
     NUMERIC_PARAPHRASE, and ``forecasts/<Checker>.jsonl``: a synthetic forecaster's incoherent answers to them, for
     examples (``python -m consistency.datasets.make_typed`` writes both)."""
     return Path(str(files(__package__).joinpath("typed")))
+
+
+#: How a command names a bundled tuple set instead of a path: ``-t bundled:typed``.
+BUNDLED = "bundled:"
+
+
+def bundled_sets() -> dict[str, Path]:
+    """The bundled tuple sets by name: ``default`` (the yes/no checks' benchmark, what ``cc evaluate`` runs without
+    ``-t``) and ``typed`` (the multiple-choice, numeric and date questions' checks)."""
+    return {"default": benchmark_dir() / "tuples", "typed": typed_benchmark_dir() / "tuples"}
+
+
+def tuples_source(source: str | Path | None) -> Path | None:
+    """The directory ``bundled:NAME`` names (an unknown name is a ValueError listing the names), else ``source``
+    as a path (None stays None: the caller's default)."""
+    if source is None:
+        return None
+    text = str(source)
+    if not text.startswith(BUNDLED):
+        return Path(source)
+    sets = bundled_sets()
+    name = text.removeprefix(BUNDLED)
+    if name not in sets:
+        raise ValueError(
+            f"{text}: no such bundled tuple set; the bundled sets are {', '.join(BUNDLED + n for n in sets)}"
+        )
+    return sets[name]

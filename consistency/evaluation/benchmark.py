@@ -12,7 +12,7 @@ from typing import TypeVar
 import numpy as np
 
 from ..checks import Check, all_checks, get_check
-from ..datasets import benchmark_dir
+from ..datasets import benchmark_dir, tuples_source
 from ..errors import InputError
 from ..files import FileKind, detect, validate_lines
 from ..jsonl import LineError
@@ -49,12 +49,13 @@ def load_benchmark(
     seed: int = 0,
 ) -> list[TupleSet]:
     """Tuples from ``source`` (a directory of ``<Checker>.jsonl`` tuple or forecast files, or one
-    file; default: the bundled benchmark), for ``checks`` (default: all), at most ``limit`` per
-    check sampled with ``seed`` and kept in file order. Bad lines are collected, not fatal."""
+    file, or a bundled set by name: ``bundled:typed``; default: the bundled benchmark), for ``checks`` (default:
+    all), at most ``limit`` per check sampled with ``seed`` and kept in file order. Bad lines are collected, not
+    fatal."""
     check_sample(limit, seed)
     wanted = {get_check(c).name for c in checks} if checks else None
     try:
-        paths = forecast_files([source or bundled_tuples()])
+        paths = forecast_files([_bundled_or_path(source) or bundled_tuples()])
     except ScoringError as exc:
         raise InputError(str(exc).replace("forecast files", "tuple files")) from None
     sets: dict[str, TupleSet] = {}
@@ -92,6 +93,13 @@ def load_benchmark(
         )
     order = {c.class_name: i for i, c in enumerate(all_checks())}
     return sorted(sets.values(), key=lambda ts: order.get(ts.check.class_name, len(order)))
+
+
+def _bundled_or_path(source: str | Path | None) -> Path | None:
+    try:
+        return tuples_source(source)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def nothing_usable(what: str, source: str | Path, errors: Sequence[LineError]) -> str:

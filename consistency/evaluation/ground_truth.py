@@ -1,4 +1,11 @@
-"""Scoring a forecaster against resolved questions: Brier score, log score, calibration, failures."""
+"""Scoring a forecaster against resolved questions: Brier score, log score, calibration, failures.
+
+Yes/no questions are scored as the paper does (``ground_truth_results.jsonl``, Brier and log score in bits,
+calibration). Multiple-choice questions get the multi-class Brier score and the log score of the option that
+happened, numeric and date questions the log score of the density at the outcome and the CRPS
+(:mod:`consistency.accuracy.distribution_scores`: Metaculus's treatment of outcomes beyond the bounds); they are
+written to their own file (``ground_truth_typed_results.jsonl``) and summarised per type under ``by_type``, so the
+yes/no file and averages read exactly as before."""
 
 from __future__ import annotations
 
@@ -9,13 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from ..accuracy.distribution_scores import outcome_losses
 from ..accuracy.proper import brier, expected_calibration_error, log_loss, murphy_decomposition
 from ..errors import InputError
 from ..files import FileKind, detect, validate_lines
 from ..forecasters import Forecaster
 from ..jsonl import LineError, write_json, write_jsonl
 from ..metrics import bootstrap_mean_ci
-from ..models import ForecastingQuestion, GroundTruthRecord
+from ..models import BINARY_TYPES, ForecastingQuestion, GroundTruthRecord, parse_forecast
 from ..store import layout
 from .asking import Ask, RunOptions, drive, question_key
 from .benchmark import check_sample, nothing_usable, sample_in_order
@@ -130,7 +138,7 @@ def _write_results(root: Path, asks: Sequence[Ask], done, errors: list[LineError
             failures.append({"question_id": a.question.id, "title": a.question.title, "error": record.get("error")})
             continue
         rows.append((a.question, record["forecast"]))
-    resolved = [(q, f) for q, f in rows if q.resolution is not None]
+    resolved = [(q, f) for q, f in rows if q.resolution is not None and q.question_type in BINARY_TYPES]
     p = np.array([f["prob"] for _, f in resolved], dtype=float)
     y = np.array([float(q.resolution) for q, _ in resolved], dtype=float)
     b, ll = (brier(p, y), log_loss(p, y, base=2)) if len(p) else (np.array([]), np.array([]))
@@ -146,19 +154,58 @@ def _write_results(root: Path, asks: Sequence[Ask], done, errors: list[LineError
         for i, (q, f) in enumerate(resolved)
     ]
     write_jsonl(root / layout.GROUND_TRUTH, lines)
+    typed = _typed_lines([(q, f) for q, f in rows if q.question_type not in BINARY_TYPES])
+    if typed or (root / layout.GROUND_TRUTH_TYPED).exists():
+        write_jsonl(root / layout.GROUND_TRUTH_TYPED, typed)
     summary = _summary(p, y, b, ll, total=len(asks), answered=len(rows), failures=failures, errors=errors)
+    if typed:
+        summary["scored"] += len(typed)
+        summary["unresolved"] -= len(typed)
+        summary["by_type"] = _by_type(typed)
     write_json(root / layout.GROUND_TRUTH_SUMMARY, summary)
     return summary, failures
 
 
+#: The scores of a multiple-choice, numeric or date forecast, as named in the results (logs in bits, as yes/no).
+TYPED_SCORES = {"multiple_choice": ("brier", "log"), "numeric": ("log", "crps"), "date": ("log", "crps")}
+
+
+def _typed_lines(rows: Sequence[tuple[ForecastingQuestion, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The resolved multiple-choice, numeric and date questions with their forecasts' proper scores."""
+    lines = []
+    for q, f in rows:
+        losses = outcome_losses(q, parse_forecast(q, f))
+        if losses is None:
+            continue  # unresolved or annulled
+        scores = {("log_score_bits" if k == "log" else f"{k}_score"): v / (math.log(2) if k == "log" else 1.0)
+                  for k, v in losses.items()}  # fmt: skip
+        lines.append({"question": q.model_dump(mode="json"), "forecast": f, "resolution": q.resolution, **scores})
+    return lines
+
+
+def _by_type(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per question type: how many were scored and the mean (95% interval) of each of its scores."""
+    out: dict[str, Any] = {}
+    for kind, names in TYPED_SCORES.items():
+        mine = [line for line in lines if line["question"]["question_type"] == kind]
+        if not mine:
+            continue
+        out[kind] = {"scored": len(mine)}
+        for name in names:
+            key = "log_score_bits" if name == "log" else f"{name}_score"
+            out[kind][key] = _stat(np.array([line[key] for line in mine], dtype=float))
+    return out
+
+
+def _stat(values: np.ndarray) -> dict[str, Any]:
+    if not len(values):
+        return {"mean": None, "ci95": None}
+    return {"mean": float(values.mean()), "ci95": list(bootstrap_mean_ci(values)) if len(values) > 1 else None}
+
+
 def _summary(p, y, b, ll, *, total, answered, failures, errors) -> dict[str, Any]:
     n = len(p)
-
-    def stat(values: np.ndarray) -> dict[str, Any]:
-        if not len(values):
-            return {"mean": None, "ci95": None}
-        return {"mean": float(values.mean()), "ci95": list(bootstrap_mean_ci(values)) if len(values) > 1 else None}
-
+    stat = _stat
     out: dict[str, Any] = {
         "total_questions": total,
         "answered": answered,

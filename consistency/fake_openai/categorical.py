@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import distributions as dist
 from ..models import ForecastingQuestion, NumericForecast, NumericRange
-from .worlds import split_quotes
+from .worlds import split_quotes, strip_detail
 
 __all__ = ["Distortion", "World", "categorical_reply"]
 
@@ -113,7 +113,8 @@ class World:
     # -------------------------------------------------------------------------------- the distributions
     def choice(self, title: str, options: Sequence[str]) -> list[float]:
         """The world's probability of each option: 3 decimals, none below 0.006, summing to 1."""
-        weights = [0.2 + _unit("choice", title.strip(), "\x1e".join(options), i) for i in range(len(options))]
+        title = strip_detail(title.strip())  # an irrelevant detail (``cc attack``'s mutation) changes nothing
+        weights = [0.2 + _unit("choice", title, "\x1e".join(options), i) for i in range(len(options))]
         total = math.fsum(weights)
         probs = [round(w / total, 3) for w in weights[:-1]]
         return [*probs, round(1.0 - math.fsum(probs), 3)]
@@ -178,7 +179,7 @@ class World:
         if split is None or not split[1]:
             return None
         skeleton, parts = split
-        source_title = parts[0].strip()
+        source_title = strip_detail(parts[0].strip())
         if skeleton.startswith("Will the outcome of \u00a70 be ") and skeleton.endswith("?"):
             source = self.by_title.get(source_title)
             options = source.options if source is not None and source.options else _listed_options(text)
@@ -311,9 +312,10 @@ def _show(kind: str, value: float) -> str:
 
 # ------------------------------------------------------------------------------------------ reading prompts
 def asked_title(text: str) -> str:
-    """The question of a prompt: its ``Question: ...`` line (the whole text without one)."""
+    """The question of a prompt: its ``Question: ...`` line (the whole text without one), without an irrelevant
+    detail ``cc attack``'s mutation added (the world's answers do not depend on it)."""
     found = _QUESTION.search(text)
-    return (found.group(1) if found else text).strip()
+    return strip_detail((found.group(1) if found else text).strip())
 
 
 def _block(text: str, pattern: re.Pattern[str]) -> list[str]:

@@ -113,8 +113,15 @@ def read_forecasts(path: str | Path, questions: set[RowKey] | None = None) -> Fo
     path = Path(path)
     if path.is_dir():
         return read_run(path)
-    with paused_collector():  # a forecast set is thousands of small rows, all kept
-        doc = load_document(path)
-        if "forecasts" in doc:
-            return read_forecast_set(doc, str(path), questions)
-    raise ForecastBenchError(f"{path}: not a ForecastBench forecast set (no forecasts) nor a run directory")
+    with paused_collector():  # a forecast set is thousands of small rows
+        found = _forecast_set_file(path, questions)
+    if found is None:
+        raise ForecastBenchError(f"{path}: not a ForecastBench forecast set (no forecasts) nor a run directory")
+    return found
+
+
+def _forecast_set_file(path: Path, questions: set[RowKey] | None) -> Forecasts | None:
+    """The file's forecasts; its document is dropped on return, before the collector runs again, so that
+    the collector never walks its thousands of rows (which no cycle holds)."""
+    doc = load_document(path)
+    return read_forecast_set(doc, str(path), questions) if "forecasts" in doc else None

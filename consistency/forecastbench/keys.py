@@ -31,7 +31,7 @@ def _unquote(text: str) -> str:
     return unquote(text) if "%" in text else text
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class RowKey:
     due: str  # forecast due date, YYYY-MM-DD
     source: str
@@ -85,16 +85,41 @@ class RowKey:
         return RowKey(self.due, self.source, (self.ids[i],), None if is_market(self.source) else self.resolution_date)
 
 
-#: Keys read back from ids (and written into them): one RowKey object per id, so lookups compare by identity.
+#: Keys read back from ids (and written into them): one RowKey object per id.
 _KNOWN: dict[str, RowKey] = {}
-_KNOWN_LIMIT = 1 << 20
+#: One RowKey object per row, whichever file named it (a question set, a resolution set, a forecast set), so
+#: the lookups that join them (hundreds of thousands per leaderboard) compare by identity, and a forecast
+#: set's rows add no objects of their own.
+_CANONICAL: dict[tuple[str, str, tuple[str, ...], str | None, tuple[int, ...] | None], RowKey] = {}
+_LIMIT = 1 << 20
 
 
 def _remember(qid: str, key: RowKey) -> RowKey:
-    if len(_KNOWN) >= _KNOWN_LIMIT:
+    key = canonical(key)
+    if len(_KNOWN) >= _LIMIT:
         _KNOWN.clear()
     _KNOWN[qid] = key
     return key
+
+
+def canonical(key: RowKey) -> RowKey:
+    """The one object of ``key``'s row (``key`` itself when it is the first met)."""
+    fields = (key.due, key.source, key.ids, key.resolution_date, key.direction)
+    found = _CANONICAL.get(fields)
+    if found is not None:
+        return found
+    if len(_CANONICAL) >= _LIMIT:
+        _CANONICAL.clear()
+    _CANONICAL[fields] = key
+    return key
+
+
+def make_key(
+    due: str, source: str, ids: tuple[str, ...], day: str | None = None, direction: tuple[int, ...] | None = None
+) -> RowKey:
+    """``RowKey(due, source, ids, day, direction)``, the row's one object (made only when first met)."""
+    found = _CANONICAL.get((due, source, ids, day, direction))
+    return found if found is not None else canonical(RowKey(due, source, ids, day, direction))
 
 
 def question_id(key: RowKey) -> str:
@@ -123,4 +148,4 @@ def key_of(qid: str) -> RowKey | None:
     day = rest.pop(0) if rest and _DAY.match(rest[0]) else None
     if rest or (direction is not None) != (len(ids) == 2) or len(ids) > 2:
         return None
-    return _remember(qid, RowKey(due, source, ids, day, direction))
+    return _remember(qid, make_key(due, source, ids, day, direction))

@@ -17,6 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from scipy.stats import rankdata
 
 from ..accuracy.difficulty import DisconnectedPanelError, difficulty_adjusted_brier
 from ..models import ForecastingQuestion
-from .bootstrap import weight_blocks, weighted_scores
+from .bootstrap import scorer, weight_blocks
 from .bulk import paused_collector
 from .fixed_effects import FixedEffects, fe_key
 from .forecasts import Forecasts
@@ -100,21 +101,25 @@ class _Entry:
     baseline: bool
 
 
-def _by_forecaster(forecasts: Sequence[Forecasts]) -> list[tuple[str, Forecasts]]:
+def _by_forecaster(forecasts: Sequence[Forecasts]) -> list[tuple[str, Forecasts, set[str]]]:
     """One entry per forecaster: ForecastBench files of one model for different rounds are one forecaster
     (its leaderboard groups by organization and model); inputs that share a name on a round are told
     apart by where they came from."""
     merged: dict[str, Forecasts] = {}
+    dues: dict[int, set[str]] = {}  # each merged forecaster's rounds (a set of its keys' dates: counted once)
     out = []
     for f in forecasts:
         same = merged.get(f.name)
-        if same is not None and not f.rejected and not same.rejected and not (same.dues & f.dues):
+        own = f.dues
+        if same is not None and not f.rejected and not same.rejected and not (dues[id(same)] & own):
             same.probs.update(f.probs)
+            dues[id(same)] |= own
             continue
         name = f.name if same is None else f"{f.name} ({f.origin})"
         copy = Forecasts(name, f.origin, dict(f.probs), findings=f.findings, rejected=f.rejected)
+        dues[id(copy)] = set(own)
         merged.setdefault(f.name, copy)
-        out.append((name, copy))
+        out.append((name, copy, dues[id(copy)]))
     return out
 
 
@@ -122,13 +127,13 @@ def _participants(
     forecasts: Sequence[Forecasts], rounds: dict[str, Round], use: dict[str, Round], notes: list[str]
 ) -> list[_Entry]:
     entries = []
-    for name, f in _by_forecaster(forecasts):
+    for name, f, dues in _by_forecaster(forecasts):
         if f.rejected:
             why = next(str(x) for x in f.findings if x.severity == "rejects")
             notes.append(f"{name}: ForecastBench rejects this file: {why}")
             continue
         taken = set()
-        for due in sorted(f.dues):
+        for due in sorted(dues):
             if due not in rounds:
                 notes.append(f"{name}: forecasts for {due}, a round the questions carry no resolutions for")
             elif due in use:
@@ -144,12 +149,14 @@ def _participants(
 
 def _matrix(entries: list[_Entry], rounds: dict[str, Round], market: bool):
     """Brier scores (questions × forecasters, NaN where absent), the questions' keys and bootstrap groups."""
-    keys = [k for due in sorted(rounds) for k in rounds[due].resolved(market) if any(due in e.rounds for e in entries)]
+    taken = [due for due in sorted(rounds) if any(due in e.rounds for e in entries)]
+    keys = [k for due in taken for k in rounds[due].resolved(market)]
     outcome = np.array([rounds[k.due].rows[k] for k in keys], dtype=float)
+    due_of = np.array([k.due for k in keys], dtype=object)
     brier = np.full((len(keys), len(entries)), np.nan)
     for i, e in enumerate(entries):
-        rows = np.array([k.due in e.rounds for k in keys], dtype=bool)
-        probs = np.array([e.probs.get(k, 0.5) for k in keys], dtype=float)  # ForecastBench imputes 0.5
+        rows = np.isin(due_of, list(e.rounds))
+        probs = np.fromiter(map(e.probs.get, keys, repeat(0.5)), float, len(keys))  # ForecastBench imputes 0.5
         brier[rows, i] = (probs[rows] - outcome[rows]) ** 2
     groups = np.unique([f"{k.due}/{k.source}" for k in keys], return_inverse=True)[1].ravel() if keys else np.zeros(0)
     return brier, keys, groups
@@ -257,8 +264,10 @@ def leaderboard(
             brier, gamma, shift, scores, known = _with_file(brier, keys, fixed_effects, part == "market", notes)
             groups = groups[known]
         parts[part] = (scores, np.isfinite(brier).sum(axis=0))
-        reps = [weighted_scores(brier, part_fitted, w, gamma if fixed_effects else None, shift)
-                for w in weight_blocks(groups, bootstrap, rng)] if bootstrap and len(brier) else []  # fmt: skip
+        reps = []
+        if bootstrap and len(brier):
+            score = scorer(brier, part_fitted, gamma if fixed_effects else None, shift)
+            reps = [score(w) for w in weight_blocks(groups, bootstrap, rng)]
         replicas[part] = np.vstack(reps) if reps else np.full((0, len(entries)), np.nan)
     board.standings = _standings(entries, parts, replicas)
     return board

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from ..checks.combination import COMBINATION, DIRECTIONS
@@ -25,7 +26,7 @@ from ..models import ForecastingQuestion
 from ..sources.scraper import join_body
 from .combination import combination_tuple
 from .formats import NA, Problem, QuestionSet, ResolutionRow, ResolutionSet, SetQuestion, is_market
-from .keys import RowKey, key_of, question_id
+from .keys import RowKey, key_of, make_key, question_id
 
 
 @dataclass
@@ -53,7 +54,7 @@ class Imported:
 def row_key(row: ResolutionRow, due: str) -> RowKey:
     ids = tuple(row.id) if isinstance(row.id, list) else (row.id,)
     day = None if is_market(row.source) else row.resolution_date
-    return RowKey(due, row.source, ids, day, row.direction)
+    return make_key(due, row.source, ids, day, row.direction)
 
 
 def _fill(text: str, due: str, day: str | None) -> str:
@@ -71,8 +72,9 @@ def _time(value: str | None) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
+@lru_cache(maxsize=4096)
 def _day_time(day: str) -> datetime:
-    return datetime.fromisoformat(day).replace(tzinfo=UTC)
+    return datetime.fromisoformat(day).replace(tzinfo=UTC)  # a set's few dates, met thousands of times
 
 
 def _number(value: Any) -> float | None:
@@ -87,25 +89,52 @@ def _text(value: str | None) -> str:
     return "" if value in (None, NA) else str(value).strip()
 
 
-def _body(q: SetQuestion, rest: str, due: str, day: str | None, freeze_values: bool) -> str:
-    fill = lambda text: _fill(_text(text), due, day)  # noqa: E731
-    value_line = ""
-    if q.freeze_datetime_value not in (None, NA) and (freeze_values or not is_market(q.source)):
-        when = _text(q.freeze_datetime)[:10]
-        what = "Market value" if is_market(q.source) else "Latest value"
-        value_line = f"{what} on {when}: {q.freeze_datetime_value}. {fill(q.freeze_datetime_value_explanation)}".strip()
+_KEPT = ("freeze_datetime", "freeze_datetime_value", "freeze_datetime_value_explanation",
+         "market_info_open_datetime", "market_info_close_datetime")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What a set question gives every question made from it (one per resolution date, or per direction), read
+    once: its texts stripped, with only the placeholders left to fill, and its metadata that no date changes."""
+
+    question: str
+    criteria: str
+    market_criteria: str
+    background: str
+    intro: str
+    value_line: str  # the freeze value's line without its explanation ("" when it is not shown)
+    explanation: str
+    kept: dict[str, Any]  # ForecastBench's fields kept in metadata.forecastbench
+    crowd: float | None  # a market's value at the freeze date
+
+    @classmethod
+    def of(cls, q: SetQuestion, freeze_values: bool) -> _Prepared:
+        value_line = ""
+        if q.freeze_datetime_value not in (None, NA) and (freeze_values or not is_market(q.source)):
+            when = _text(q.freeze_datetime)[:10]
+            what = "Market value" if is_market(q.source) else "Latest value"
+            value_line = f"{what} on {when}: {q.freeze_datetime_value}. "
+        kept = {name: value for name in _KEPT if (value := getattr(q, name)) not in (None, NA, "")}
+        crowd = _number(q.freeze_datetime_value) if is_market(q.source) else None
+        return cls(q.question, _text(q.resolution_criteria), _text(q.market_info_resolution_criteria),
+                   _text(q.background), _text(q.source_intro), value_line, _text(q.freeze_datetime_value_explanation),
+                   kept, crowd)  # fmt: skip
+
+
+def _body(p: _Prepared, rest: str, due: str, day: str | None) -> str:
     # The criteria lead, unlabelled: forecasters are shown the body as "resolution criteria and details".
     return join_body(
-        ("", fill(q.resolution_criteria)),
+        ("", _fill(p.criteria, due, day)),
         ("", rest),
-        ("Market's resolution criteria", fill(q.market_info_resolution_criteria)),
-        ("Background", fill(q.background)),
-        ("About the source", fill(q.source_intro)),
-        ("", value_line),
+        ("Market's resolution criteria", _fill(p.market_criteria, due, day)),
+        ("Background", _fill(p.background, due, day)),
+        ("About the source", _fill(p.intro, due, day)),
+        ("", (p.value_line + _fill(p.explanation, due, day)).strip() if p.value_line else ""),
     )
 
 
-def _metadata(q: SetQuestion, qset: QuestionSet, key: RowKey) -> dict[str, Any]:
+def _metadata(q: SetQuestion, qset: QuestionSet, key: RowKey, p: _Prepared) -> dict[str, Any]:
     fb: dict[str, Any] = {
         "id": key.fb_id,
         "source": q.source,
@@ -114,31 +143,29 @@ def _metadata(q: SetQuestion, qset: QuestionSet, key: RowKey) -> dict[str, Any]:
         "horizon": key.horizon,
         "resolution_date": key.resolution_date,
         "direction": list(key.direction) if key.direction else None,
+        **p.kept,
     }
-    for name in ("freeze_datetime", "freeze_datetime_value", "freeze_datetime_value_explanation",
-                 "market_info_open_datetime", "market_info_close_datetime"):  # fmt: skip
-        value = getattr(q, name)
-        if value not in (None, NA, ""):
-            fb[name] = value
     meta: dict[str, Any] = {"category": q.source, "forecastbench": fb}
-    crowd = _number(q.freeze_datetime_value) if is_market(q.source) and not key.combination else None
-    if crowd is not None and 0.0 <= crowd <= 1.0:
-        meta["market_prob"] = crowd  # the market at the freeze date, before the due date: a forecast
+    if p.crowd is not None and not key.combination and 0.0 <= p.crowd <= 1.0:
+        meta["market_prob"] = p.crowd  # the market at the freeze date, before the due date: a forecast
     return meta
 
 
-def _single(q: SetQuestion, qset: QuestionSet, day: str | None, freeze_values: bool) -> ForecastingQuestion:
+def _single(
+    q: SetQuestion, qset: QuestionSet, day: str | None, freeze_values: bool, prepared: _Prepared | None = None
+) -> ForecastingQuestion:
+    p = prepared or _Prepared.of(q, freeze_values)
     key = RowKey(qset.due, q.source, (str(q.id),), day)
-    head, _, rest = _fill(q.question, qset.due, day).strip().partition("\n\n")
+    head, _, rest = _fill(p.question, qset.due, day).strip().partition("\n\n")
     return ForecastingQuestion(
         id=question_id(key),
         title=head.strip(),
-        body=_body(q, rest.strip(), qset.due, day, freeze_values),
+        body=_body(p, rest.strip(), qset.due, day),
         resolution_date=_day_time(day) if day else _time(q.market_info_close_datetime),
         created_date=_day_time(qset.due),
         data_source=f"forecastbench/{q.source}",
         url=None if _text(q.url) == "" else q.url,
-        metadata=_metadata(q, qset, key),
+        metadata=_metadata(q, qset, key, p),
     )
 
 
@@ -148,11 +175,12 @@ def _combination(
     """The four direction questions of one combination (at one date), and its two questions."""
     parts = [SetQuestion.model_validate({**part, "source": q.source}) for part in q.combination_of]  # type: ignore[union-attr]
     bases = {"P": _single(parts[0], qset, day, freeze_values), "Q": _single(parts[1], qset, day, freeze_values)}
+    prepared = _Prepared.of(q, freeze_values)
     out = []
     for name, direction in DIRECTIONS.items():
         key = RowKey(qset.due, q.source, tuple(str(i) for i in q.id), day, direction)
         title, body = render_field(COMBINATION.formulas[name], bases)
-        meta = _metadata(q, qset, key)
+        meta = _metadata(q, qset, key, prepared)
         meta["forecastbench"]["combination_of"] = [b.id for b in bases.values()]
         out.append(
             ForecastingQuestion(
@@ -199,12 +227,13 @@ def import_set(qset: QuestionSet, resolutions: ResolutionSet | None = None, *, f
     combinations: list[tuple[list[ForecastingQuestion], dict[str, ForecastingQuestion]]] = []
     for i, q in enumerate(qset.questions):
         days: list[str | None] = list(q.resolution_dates) if isinstance(q.resolution_dates, list) else [None]
+        prepared = None if q.is_combination else _Prepared.of(q, freeze_values)
         for day in days:
             try:
                 made, bases = (
                     _combination(q, qset, day, freeze_values)
                     if q.is_combination
-                    else ([_single(q, qset, day, freeze_values)], None)
+                    else ([_single(q, qset, day, freeze_values, prepared)], None)
                 )
             except ValueError as exc:  # a combination's parts that are not questions
                 imported.problems.append(Problem(qset.file, f"questions[{i}] (id {q.id})", str(exc).split("\n")[0]))

@@ -29,6 +29,7 @@ class Round:
     due: str
     rows: dict[RowKey, float | None] = field(default_factory=dict)  # outcome 0/1, None when unresolved
     combination_resolved: dict[str, int] = field(default_factory=lambda: {"market": 0, "dataset": 0})
+    _parts: tuple[int, dict[str, list[RowKey]]] | None = field(default=None, repr=False, compare=False)
 
     def resolved(self, market: bool) -> list[RowKey]:
         return [k for k, y in self.rows.items() if y is not None and k.market == market]
@@ -53,10 +54,11 @@ class Round:
 
     def imputed(self, have: Container[RowKey]) -> dict[str, tuple[int, int]]:
         """(missing, rows) overall, among market rows and among resolved dataset rows."""
-        markets = [k for k in self.rows if k.market]
-        datasets = [k for k, y in self.rows.items() if not k.market and y is not None]
-        parts = {"overall": list(self.rows), "market": markets, "dataset": datasets}
-        return {p: (sum(k not in have for k in keys), len(keys)) for p, keys in parts.items()}
+        if self._parts is None or self._parts[0] != len(self.rows):  # the rows are all added before the first call
+            markets = [k for k in self.rows if k.market]
+            datasets = [k for k, y in self.rows.items() if not k.market and y is not None]
+            self._parts = (len(self.rows), {"overall": list(self.rows), "market": markets, "dataset": datasets})
+        return {p: (len(keys) - sum(map(have.__contains__, keys)), len(keys)) for p, keys in self._parts[1].items()}
 
     def over_cutoff(self, have: Container[RowKey]) -> str | None:
         """The reason ForecastBench would leave this forecaster's file for the round off the board."""

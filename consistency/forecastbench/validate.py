@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .formats import DATASET_SOURCES, SOURCES, allowed_resolution_dates, due_date_of
-from .keys import RowKey
+from .keys import RowKey, make_key
 
 #: More than this share of imputed (missing) forecasts keeps a file off the leaderboard.
 IMPUTED_CUTOFF = 0.05
@@ -86,38 +86,43 @@ def _direction(value: Any) -> tuple[int, ...] | str | None:
     return f"direction must be null or a pair of 1 and -1, got {value!r}"
 
 
-def _row(i: int, row: Any, due: str, allowed: set[str]) -> RowKey | Finding:
-    where = f"forecasts[{i}]"
+def _row(i: int, row: Any, due: str, allowed: set[str]) -> tuple[RowKey, float] | Finding:
+    """A row's key and forecast, or why ForecastBench drops it (the common case first: this runs per row)."""
     if not isinstance(row, dict):
-        return Finding("drops", where, "not a JSON object")
+        return Finding("drops", f"forecasts[{i}]", "not a JSON object")
     source = row.get("source")
-    if not isinstance(source, str) or source.lower() not in SOURCES:
-        return Finding("drops", where, f"unknown source {source!r}")
-    source = source.lower()
-    if _forecast(row.get("forecast")) is None:
-        return Finding("drops", where, f"forecast {row.get('forecast')!r} is not a number in [0, 1]")
+    lower = source.lower() if isinstance(source, str) else None
+    if lower not in SOURCES:
+        return Finding("drops", f"forecasts[{i}]", f"unknown source {source!r}")
+    prob = _forecast(row.get("forecast"))
+    if prob is None:
+        return Finding("drops", f"forecasts[{i}]", f"forecast {row.get('forecast')!r} is not a number in [0, 1]")
     raw_id = row.get("id")
-    if isinstance(raw_id, list) and len(raw_id) == 2:
+    if type(raw_id) is str and raw_id:
+        ids: tuple[str, ...] = (raw_id,)
+    elif isinstance(raw_id, list) and len(raw_id) == 2:
         ids = tuple(str(i) for i in raw_id)
     elif isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) and str(raw_id):
         ids = (str(raw_id),)
     else:
-        return Finding("drops", where, f"id {raw_id!r} is neither an id nor a pair of ids")
-    direction = _direction(row.get("direction"))
-    if isinstance(direction, str):
-        return Finding("drops", where, direction)
+        return Finding("drops", f"forecasts[{i}]", f"id {raw_id!r} is neither an id nor a pair of ids")
+    direction = row.get("direction")
+    if direction is not None:
+        direction = _direction(direction)
+        if isinstance(direction, str):
+            return Finding("drops", f"forecasts[{i}]", direction)
     day = None
-    if source in DATASET_SOURCES:
+    if lower in DATASET_SOURCES:
         given = row.get("resolution_date")
         day = given[:10] if isinstance(given, str) else None
         if day not in allowed:
             return Finding(
                 "drops",
-                where,
+                f"forecasts[{i}]",
                 f"resolution date {given!r} is not the due date {due} plus 7, 30, 90, 180, 365, "
                 "1095, 1825 or 3650 days",
             )
-    return RowKey(due, source, ids, day, direction)
+    return make_key(due, lower, ids, day, direction), prob
 
 
 def validate_forecast_set(doc: Any, questions: set[RowKey] | None = None) -> Validation:
@@ -141,17 +146,18 @@ def validate_forecast_set(doc: Any, questions: set[RowKey] | None = None) -> Val
     allowed = set(allowed_resolution_dates(due))
     seen: dict[RowKey, int] = {}
     for i, row in enumerate(forecasts):
-        key = _row(i, row, due, allowed)
-        if isinstance(key, Finding):
-            out.findings.append(key)
+        found = _row(i, row, due, allowed)
+        if isinstance(found, Finding):
+            out.findings.append(found)
             continue
+        key, prob = found
         if key in seen:
             severity: Severity = "drops" if key.market else "rejects"
             what = "the file is rejected" if not key.market else "both would be joined to the question"
             out.findings.append(Finding(severity, f"forecasts[{i}]", f"repeats forecasts[{seen[key]}]: {what}"))
             continue
         seen[key] = i
-        out.rows[key] = float(row["forecast"])
+        out.rows[key] = prob
         if row.get("reasoning"):
             out.reasoning[key] = str(row["reasoning"])
     if questions is not None:

@@ -9,7 +9,9 @@ resolves it from the source's resolution; the categorical fields are the source 
 - MC_BINARY: one option or a union of two, chosen by the source's id (or given);
 - CDF_THRESHOLDS<k>: thresholds at the quantiles j/(k+1) of the crowd's CDF (``metadata.crowd_forecast.cdf``) when
   the source has one, else evenly spaced on the range's scale, rounded to as few significant digits as keep them
-  apart and inside the bounds (dates to the day);
+  apart and inside the bounds (dates to the day). A discrete question (``metadata.discrete_outcomes``: n whole
+  buckets, e.g. 10 seats from -0.5 to 9.5) takes them on the edges between its buckets (3.5, not 3.8): there
+  P(X > t) is the mass of whole outcomes, while inside a bucket the CDF is an interpolation over one outcome;
 - NUMERIC_PARAPHRASE needs a second wording of the source, which a model writes (:func:`wording_messages`, used by
   :class:`~consistency.generate.llm.LLMInstantiator`); the template refuses it with :class:`NeedsWording`.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -70,7 +73,9 @@ def fits(check: Check, question: ForecastingQuestion) -> bool:
     m = (check.outcomes or {})[base]
     kind = (check.kinds or {}).get(base, "multiple_choice")
     if kind == NUMERIC:
-        return question.question_type in ("numeric", "date")
+        n = discrete_outcomes(question)
+        thresholds = len(_comparisons(check, base))
+        return question.question_type in ("numeric", "date") and (n is None or n - 1 >= thresholds)
     if question.question_type != "multiple_choice":
         return False
     n = len(question.options or [])
@@ -166,8 +171,30 @@ def choose_options(source: ForecastingQuestion) -> list[str]:
     return [labels[(first + i) % len(labels)] for i in range(size)]
 
 
+def discrete_outcomes(question: ForecastingQuestion) -> int | None:
+    """The number of whole buckets of a discrete numeric question (``metadata.discrete_outcomes``, Metaculus's
+    ``inbound_outcome_count``), or None for a continuous one."""
+    n = (question.metadata or {}).get("discrete_outcomes")
+    if question.question_type != "numeric" or isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        return None
+    return n
+
+
+def bucket_edges(locations: np.ndarray, n: int) -> np.ndarray:
+    """The locations of k distinct edges between n buckets (j/n, 0 < j < n), each as near its target location as
+    the others leave room for, in increasing order (needs k <= n - 1)."""
+    k = len(locations)
+    edges = np.empty(k, dtype=int)
+    for j, target in enumerate(locations):
+        lowest = j + 1 if j == 0 else max(j + 1, edges[j - 1] + 1)
+        nearest = math.floor(float(target) * n + 0.5)
+        edges[j] = min(max(nearest, lowest), n - k + j)  # room for the edges after it
+    return edges / n
+
+
 def choose_thresholds(source: ForecastingQuestion, k: int) -> list[float]:
-    """k thresholds inside the range: the crowd's quantiles j/(k+1) if it has a CDF, else even steps of the scale."""
+    """k thresholds inside the range: the crowd's quantiles j/(k+1) if it has a CDF, else even steps of the scale;
+    for a discrete question the bucket edges nearest those."""
     r = source.range
     assert r is not None
     levels = np.arange(1, k + 1) / (k + 1)
@@ -182,6 +209,11 @@ def choose_thresholds(source: ForecastingQuestion, k: int) -> list[float]:
             quantiles = np.interp(levels, cdf, dist.locations())
             if (np.diff(quantiles) > 0).all() and quantiles[0] > 0 and quantiles[-1] < 1:
                 locations = quantiles
+    n = discrete_outcomes(source)
+    if n is not None:
+        if k > n - 1:
+            raise ValueError(f"a discrete question with {n} outcomes has {n - 1} edges between them, not {k}")
+        return [float(f"{v:.12g}") for v in r.value(bucket_edges(locations, n))]  # 3.5, not 3.5000000000000004
     return _round(r.value(locations), locations, source)
 
 

@@ -134,47 +134,56 @@ async def generate(
             return await _make(check, instantiator, verifier, r)
 
         running: set[asyncio.Task] = set()
+        finished: set[asyncio.Task] = set()
         launched: dict[asyncio.Task, int] = {}  # task -> its place in the ranking
         tried = 0
-        while True:
-            # Keep enough in flight to fill the missing tuples at the acceptance rate seen so far, so the
-            # last ones do not trickle through one round-trip at a time; extras beyond n are not written.
-            rate = max(report.written / tried, 0.05) if tried >= 8 else 1.0
-            wanted = math.ceil((options.n - report.total) / rate)
-            while report.total < options.n and len(running) < min(wanted, options.concurrency):
-                r = next(todo, None)
-                if r is None:
+        try:
+            while True:
+                # Keep enough in flight to fill the missing tuples at the acceptance rate seen so far, so the
+                # last ones do not trickle through one round-trip at a time; extras beyond n are not written.
+                rate = max(report.written / tried, 0.05) if tried >= 8 else 1.0
+                wanted = math.ceil((options.n - report.total) / rate)
+                while report.total < options.n and len(running) < min(wanted, options.concurrency):
+                    r = next(todo, None)
+                    if r is None:
+                        break
+                    task = asyncio.ensure_future(one(r))
+                    running.add(task)
+                    launched[task] = len(launched)
+                if not running:
                     break
-                task = asyncio.ensure_future(one(r))
-                running.add(task)
-                launched[task] = len(launched)
-            if not running:
-                break
-            if report.total >= options.n:  # done: what is still in flight is surplus, not waited for
-                for task in running:
-                    task.cancel()
-                await asyncio.gather(*running, return_exceptions=True)
-                break
-            finished, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            # in ranking order: a set's order follows memory addresses, which differ between versions of the code
-            for task in sorted(finished, key=launched.__getitem__):
-                step, line = task.result()
-                tried += 1
-                if step == "accepted":
-                    if report.total >= options.n:
-                        report.surplus += 1
-                        continue
-                    accepted.append(line)
-                    report.written += 1
-                elif step == SKIPPED:  # recorded with its reason, so a resumed run does not try it again
-                    rejects.append(line)
-                    report.skipped += 1
-                else:
-                    rejects.append(line)
-                    report.rejected[step] += 1
-            if on_progress:
-                on_progress(report)
+                if report.total >= options.n:  # done: what is still in flight is surplus, not waited for
+                    break
+                finished, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                # in ranking order: a set's order follows memory addresses, which differ between versions of the code
+                for task in sorted(finished, key=launched.__getitem__):
+                    _record(report, options.n, *task.result(), accepted=accepted, rejects=rejects)
+                    tried += 1
+                if on_progress:
+                    on_progress(report)
+        finally:  # done, or stopped by an error: what is in flight is cancelled, every failure is collected
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, *finished, return_exceptions=True)
     return report
+
+
+def _record(
+    report: GenerateReport, n: int, step: str, line: dict[str, Any], *, accepted: AppendLog, rejects: AppendLog
+) -> None:
+    """Count one finished candidate and write it to its file (an accepted tuple beyond ``n`` is surplus)."""
+    if step == "accepted":
+        if report.total >= n:
+            report.surplus += 1
+            return
+        accepted.append(line)
+        report.written += 1
+    elif step == SKIPPED:  # recorded with its reason, so a resumed run does not try it again
+        rejects.append(line)
+        report.skipped += 1
+    else:
+        rejects.append(line)
+        report.rejected[step] += 1
 
 
 async def _make(

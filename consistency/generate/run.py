@@ -106,3 +106,36 @@ def shortfall(report: GenerateReport, options: GenerateOptions, questions: int) 
     return f"{report.check}: {report.total} of the {options.n} tuples asked for; the candidates ran out: " + "; ".join(
         why
     )
+
+
+def choose_makers(
+    model: str,
+    instantiator: str = "auto",
+    verify: bool | None = None,
+    threshold: int = 6,
+    judge: str | None = None,
+    relevance: str = "auto",
+    embeddings: str = "auto",
+) -> tuple[Makers, str | None]:
+    """The makers, ``auto`` resolved: the llm instantiator with a hosted model, templates with only the bundled
+    local one; verification with the llm instantiator; relevance by llm with it, else by embeddings. Also
+    why the instantiator was chosen, when it was (None when ``instantiator`` was given)."""
+    why = None
+    if instantiator == "auto":
+        from ..llm.secrets import redact
+
+        hosted = model != "local"
+        instantiator = "llm" if hosted else "template"
+        why = f"model {redact(model)} is hosted" if hosted else "the only model is the bundled local one"
+    if relevance == "auto":
+        relevance = "llm" if instantiator == "llm" else "embeddings"
+    verify = instantiator == "llm" if verify is None else verify
+    return Makers(model, instantiator, verify, threshold, judge, relevance, embeddings), why
+
+
+def around_question(pool: Sequence[ForecastingQuestion], question_id: str, where: str | Path) -> ForecastingQuestion:
+    """The question every tuple must contain (appendix J), found by id in the pool read from ``where``."""
+    found = next((q for q in pool if q.id == question_id), None)
+    if found is None:
+        raise InputError(f"no question with id {question_id} in {where}")
+    return found

@@ -116,3 +116,22 @@ async def update_batches(path: str | Path, cancel: bool = False, only: str | Non
 
 def timestamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def batches_of(target: str | None, *, cancel: bool = False, refresh: bool = False) -> tuple[Path, list[dict[str, Any]]]:
+    """``cc batches``: the journal of ``target`` (a run directory; None: the default journal) and its batches,
+    asked for their current state first with ``refresh``; with ``cancel``, cancelled first (``target`` may then
+    be one batch id instead, found in the default journal)."""
+    is_dir = bool(target) and Path(str(target)).is_dir()
+    path = Path(str(target)) / BATCHES if is_dir else default_journal()
+    only = target if target and not is_dir else None
+    if only and not cancel:
+        raise InputError(f"{target} is not a run directory")
+    records = read_batches(path)
+    if only and not any(only in (r.get("batch_id"), r["id"]) for r in records.values()):
+        raise InputError(f"no batch {only} in {path}; give its run directory")
+    if cancel or refresh:
+        import asyncio
+
+        return path, asyncio.run(update_batches(path, cancel=cancel, only=only))
+    return path, list(records.values())

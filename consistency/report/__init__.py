@@ -12,10 +12,14 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..jsonl import atomic_write
 from ..store.outputs import output_file
 from .gather import ReportInputError, Run, gather
+
+if TYPE_CHECKING:
+    from .repair_section import RepairComparison
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +32,7 @@ class Report:
     runs: list[Run]
     figures: list[Path]  # files written under --png
     size: int  # bytes of the HTML file
+    repairs: RepairComparison | None = None  # the repair section's figures, when asked for
 
 
 def make_report(
@@ -37,14 +42,21 @@ def make_report(
     top: int = 5,
     png_dir: str | Path | None = None,
     title: str | None = None,
+    diff: bool = False,
+    repair: bool = False,
+    arbitrage_run: str | Path | None = None,
 ) -> Report:
-    """Write the report for ``paths`` (``NAME=PATH`` names a forecaster) to ``out``."""
+    """Write the report for ``paths`` (``NAME=PATH`` names a forecaster) to ``out``; with ``diff``, a section
+    comparing the second path to the first (as ``cc diff``); with ``repair`` (or an ``arbitrage_run`` over the
+    same tuples to show beside), the first path's forecasts as given and repaired."""
     from .compare import compare
     from .figures import Figures
     from .render import Page
 
     if not paths:
         raise ReportInputError("no PATH given: name run directories, `cc score` outputs or published directories")
+    if diff and len(paths) != 2:
+        raise ReportInputError(f"--diff compares two runs; {len(paths)} PATH(s) given")
     target = output_file(out)  # never written through a symbolic link (refused before any work)
     runs = gather([str(p) for p in paths], top=top)
     comparison = compare(runs) if len(runs) > 1 else None
@@ -53,5 +65,30 @@ def make_report(
     page = Page(runs, comparison, figs, top).html(title)
     with atomic_write(target) as fh:  # a kill mid-write leaves the previous page, never half a page
         fh.write(page)
-    log.info("report of %d run(s) written to %s (%d bytes)", len(runs), target, len(page.encode()))
-    return Report(target, runs, figs.written, target.stat().st_size)
+    if diff:
+        from ..evaluation.diff import diff_runs
+        from .diff_section import add_to_report, diff_html
+
+        add_to_report(target, diff_html(diff_runs(*map(_path, paths))))
+    repairs = _add_repairs(target, _path(paths[0]), arbitrage_run) if repair or arbitrage_run is not None else None
+    log.info("report of %d run(s) written to %s", len(runs), target)
+    return Report(target, runs, figs.written, target.stat().st_size, repairs)
+
+
+def _path(spec: str | Path) -> str:
+    """The path of a ``NAME=PATH`` argument (a path that exists as given is a path, ``=`` and all)."""
+    spec = str(spec)
+    return spec.split("=", 1)[1] if "=" in spec and not Path(spec).exists() else spec
+
+
+def _add_repairs(page: Path, first: str, arbitrage_run: str | Path | None) -> RepairComparison:
+    from ..errors import InputError
+    from .diff_section import add_to_report
+    from .repair_section import compare_repairs, repair_html
+
+    try:
+        result = compare_repairs(first, arbitrage_run)
+    except InputError as exc:
+        raise ReportInputError(f"--repair: {exc}") from None
+    add_to_report(page, repair_html(result))
+    return result

@@ -4,7 +4,7 @@ A PATH is a ``cc evaluate`` run directory (tuple or ground-truth mode), a ``cc s
 directory, or the paper's published forecast or ground-truth directory. Our own directories already
 hold scored lines and statistics (``summary.json``), which are read as written (no second bootstrap
 over 100,000 tuples); forecast files that carry no statistics of ours (the paper's) are scored with
-:func:`consistency.metrics.forecast_files.score_path`, exactly as ``cc score`` would. Only the worst ``top`` tuples
+:func:`consistency.evaluation.scoring.score_path`, exactly as ``cc score`` would. Only the worst ``top`` tuples
 per check keep their questions; every tuple keeps its two violations, for the distributions.
 """
 
@@ -30,7 +30,7 @@ from ..outcomes import column_labels, forecast_row
 from ..store import layout
 from ..store.lines import lines_at
 from ..store.meta import ForecasterRecord, RunMeta, optional_run_meta
-from ..store.records import QuestionFailure, RecordError
+from ..store.records import AttackSummary, QuestionFailure, RecordError
 from ..store.runs import Run as StoredRun
 from ..store.runs import RunError, RunKind, is_result
 from ..store.runs import read_run as read_stored
@@ -111,7 +111,7 @@ class Run:
     n_failures: int = 0
     unscorable: list[str] = field(default_factory=list)  # first LIST_LIMIT unscorable lines
     n_unscorable: int = 0
-    attack: dict[str, Any] | None = None  # a ``cc attack`` directory's summary (its attack.json)
+    attack: AttackSummary | None = None  # a ``cc attack`` directory's summary (its attack.json)
 
     def aggregate(self, metric: str, key: str = "avg_violation") -> float | None:
         """Mean over checks of each check's mean violation (or ``fraction_violated``), as ``cc score``'s aggregate."""

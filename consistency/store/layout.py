@@ -34,6 +34,8 @@ FORECAST_SUFFIX = ".jsonl"
 #: A ground-truth run's scored questions (the paper's format) and their averages.
 GROUND_TRUTH = "ground_truth_results.jsonl"
 GROUND_TRUTH_SUMMARY = "ground_truth_summary.json"
+#: A ground-truth run's scored multiple-choice, numeric and date questions (their own scores; not the paper's format).
+GROUND_TRUTH_TYPED = "ground_truth_typed_results.jsonl"
 #: The ArbitrageForecaster's call trees, kept beside the journal so a resume replays them.
 SIDECAR = "arbitrage_steps.jsonl"
 #: A ``cc repair`` directory's report.

@@ -8,6 +8,7 @@ JSON object, or a typed field of the wrong type, is a :class:`RecordError` namin
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -92,6 +93,25 @@ class Interval(_Record):
     ci95: tuple[float, float] | None = None
 
 
+class TypeScores(_Record):
+    """The scores of one type of non-yes/no question in a ground-truth run (``by_type``): multi-class Brier and log
+    score for multiple choice, log score of the density and CRPS for numeric and date (logs in bits)."""
+
+    scored: int = 0
+    brier_score: Interval | None = None
+    log_score_bits: Interval | None = None
+    crps_score: Interval | None = None
+
+    def line(self, kind: str) -> str:
+        """``multiple_choice: 4 scored, Brier 0.512, log score 1.203 bits`` (what ``cc evaluate`` prints)."""
+        parts = [f"{kind}: {self.scored} scored"]
+        for name, value, unit in (("Brier", self.brier_score, ""), ("log score", self.log_score_bits, " bits"),
+                                  ("CRPS", self.crps_score, "")):  # fmt: skip
+            if value is not None and value.mean is not None:
+                parts.append(f"{name} {value.mean:.4f}{unit}")
+        return ", ".join(parts)
+
+
 class GroundTruthSummary(_Record):
     """``ground_truth_summary.json``: a ground-truth run's averages (ours), or the paper's, which names the
     forecaster by its class (``forecaster``) and configuration."""
@@ -109,6 +129,7 @@ class GroundTruthSummary(_Record):
     calibration_error: float | None = None
     failures: list[QuestionFailure] = []
     unreadable_lines: list[str] = []
+    by_type: dict[str, TypeScores] = {}  # multiple_choice, numeric, date: their own scores
     forecaster: str | None = None  # the paper's: the forecaster's class
     full_forecaster_config: dict[str, Any] | None = None
 
@@ -125,6 +146,110 @@ def truth_summary_of(meta: RunMeta) -> GroundTruthSummary:
     return meta.part("summary", GroundTruthSummary)
 
 
+class ViolationStats(_Record):
+    """The violations of some tuples of one check: how many, their mean and largest, how many above the threshold."""
+
+    n: int = 0
+    mean: float | None = None
+    max: float | None = None
+    above_threshold: int = 0
+
+
+class CheckFinds(_Record):
+    """One check in an attack's summary: the returned tuples, all it searched, and the uniform baseline's."""
+
+    found: ViolationStats = ViolationStats()
+    searched: ViolationStats = ViolationStats()
+    uniform: ViolationStats = ViolationStats()
+
+
+class FamilyFinds(_Record):
+    """What one candidate family of an attack cost and found."""
+
+    tuples: int = 0
+    forecasts: int = 0
+    rejected: int = 0
+    returned: int = 0
+    mean_violation: float | None = None
+    above_threshold: int = 0
+
+
+class TopField(_Record):
+    """A field of a most violated tuple: its question's title and forecast (``prob`` for a yes/no field; ``columns``,
+    the check's columns of a categorical field: one value per outcome; ``quantiles`` of a numeric field over its
+    whole grid, in the question's unit)."""
+
+    field: str
+    title: str = ""
+    prob: float | None = None
+    columns: dict[str, float] | None = None
+    quantiles: dict[str, float] | None = None
+    date: bool = False  # the quantiles are dates (POSIX seconds)
+
+    def shown(self) -> str:
+        """The forecast as a report writes it: ``0.300``, ``X[0] 0.300, X[1] 0.700`` or ``quartiles 1.2, 1.4, 1.6``."""
+        if self.columns is not None:
+            return ", ".join(f"{name} {value:.3f}" for name, value in self.columns.items())
+        if self.quantiles is not None:
+            return "quartiles " + ", ".join(map(self._value, self.quantiles.values()))
+        return "—" if self.prob is None else f"{self.prob:.3f}"
+
+    def _value(self, x: float) -> str:
+        if self.date:
+            return datetime.fromtimestamp(x, UTC).date().isoformat()
+        return f"{float(f'{x:.4g}'):.15g}"  # four significant digits: 95510 and 2030000, not 9.551e+04
+
+
+class TopTuple(_Record):
+    check: str
+    violation: float | None = None
+    family: str = ""
+    lineage: dict[str, Any] = {}
+    fields: list[TopField] = []
+
+    @property
+    def how(self) -> str:
+        """The mutation that made it, ``seed`` for a seed tuple, else empty."""
+        mutation = self.lineage.get("mutation")
+        return str(mutation) if mutation else ("seed" if "seed" in self.lineage else "")
+
+
+class Spent(_Record):
+    """Forecasts of the target charged to the search and to the uniform baseline (None: no baseline)."""
+
+    search: int = 0
+    baseline: int | None = None
+    asked_this_session: int | None = None
+
+
+class ModelUse(_Record):
+    calls: int = 0
+    cache_hits: int = 0
+    cost: float = 0.0
+
+
+class AttackSummary(_Record):
+    """An attack's ``summary`` (in ``attack.json``; ``cc attack`` prints it, ``cc report`` shows it)."""
+
+    threshold: float
+    budget: int
+    keep: int
+    rounds: int = 0
+    forecasts: Spent = Spent()
+    target_llm: ModelUse = ModelUse()
+    generator_llm: ModelUse | None = None
+    tuples_evaluated: int = 0
+    attack_mean_violation: float | None = None
+    random_mean_violation: float | None = None
+    random_all_mean_violation: float | None = None
+    attack_over_random: float | None = None
+    found_above_threshold: int = 0
+    per_check: dict[str, CheckFinds] = {}
+    families: dict[str, FamilyFinds] = {}
+    top: list[TopTuple] = []
+    seeds_skipped: list[str] = []
+
+
 class AttackRecord(_Record):
     """``attack.json``: an attack's target, settings, status and, once finished, its ``summary``."""
 
@@ -133,7 +258,34 @@ class AttackRecord(_Record):
     checks: list[str] = []
     status: str | None = None
     budget: int | None = None
-    summary: dict[str, Any] | None = None
+    summary: AttackSummary | None = None
+
+
+class SearchLogRecord(_Record):
+    """One line of an attack's ``search_log.jsonl``: a tuple the search (or the uniform baseline) scored."""
+
+    key: str
+    sampler: str  # "search" or "baseline"
+    check: str
+    round: int | None = None
+    family: str | None = None
+    lineage: dict[str, Any] = {}  # how it was made: its parent, the mutation, or the seed
+    cost: int = 0
+    violation: float | None = None  # arbitrage; None when it could not be scored
+    frequentist: float | None = None
+    titles: list[str] = []
+    error: str | None = None
+    returned: bool = False
+
+
+class RealizedRecord(_Record):
+    """Mean scores on resolved questions before and after a repair (``realized`` of ``repair.json``)."""
+
+    n: int = 0
+    brier_before: float | None = None
+    brier_after: float | None = None
+    log_before: float | None = None
+    log_after: float | None = None
 
 
 class RepairCheckRecord(_Record):
@@ -146,6 +298,18 @@ class RepairCheckRecord(_Record):
     guaranteed: float = 0.0
     violation_before: float | None = None
     violation_after: float | None = None
+    realized: RealizedRecord = RealizedRecord()
+
+
+class RepairTotalRecord(_Record):
+    """The totals of ``repair.json``."""
+
+    tuples: int = 0
+    moved: float = 0.0
+    guaranteed: float = 0.0
+    violation_before: float | None = None
+    violation_after: float | None = None
+    realized: RealizedRecord = RealizedRecord()
 
 
 class RepairRecord(_Record):
@@ -156,7 +320,7 @@ class RepairRecord(_Record):
     joint: bool | None = None
     questions: int | None = None
     checks: list[RepairCheckRecord] = []
-    total: dict[str, Any] = {}
+    total: RepairTotalRecord = RepairTotalRecord()
     seconds: float | None = None
 
 

@@ -28,6 +28,7 @@ from .records import (
     GroundTruthSummary,
     RepairRecord,
     ScoreSummary,
+    SearchLogRecord,
     optional_record,
     read_record,
 )
@@ -117,6 +118,20 @@ class Run:
         if not self.ground_truth_file.is_file():
             raise RunError(f"{self.ground_truth_file}: missing; a ground-truth run writes it when it finishes scoring")
         return read_ground_truth_columns(self.ground_truth_file)
+
+    def attack_log(self) -> Iterator[tuple[int, SearchLogRecord | LineError]]:
+        """An attack's scored tuples (its search log), validated line by line; none before it finishes."""
+        path = self.directory / layout.SEARCH_LOG
+        if self.kind is not RunKind.ATTACK or not path.is_file():
+            return
+        for number, obj in iter_json_lines(path):
+            if isinstance(obj, LineError):
+                yield number, obj
+                continue
+            try:
+                yield number, SearchLogRecord.model_validate(obj)
+            except ValueError as exc:
+                yield number, LineError(str(path), number, None, one_line(exc))
 
     def ground_truth_records(self) -> Iterator[tuple[int, GroundTruthRecord | LineError]]:
         """The scored questions validated line by line (a bad line is its :class:`LineError`)."""

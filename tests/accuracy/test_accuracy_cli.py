@@ -15,8 +15,8 @@ from consistency.accuracy.inputs import ScoreInputError
 from consistency.accuracy.ranking import METHODS, compare, leaderboard
 from consistency.accuracy.table import load_table
 from consistency.datasets import sample_dir
+from consistency.evaluation.scoring import score_path, write_report
 from consistency.jsonl import iter_json_lines
-from consistency.metrics.forecast_files import score_path, write_report
 
 CC = Path(sys.executable).parent / "cc"
 NOISE = {"good": 0.05, "ok": 0.15, "meh": 0.25, "bad": 0.35}

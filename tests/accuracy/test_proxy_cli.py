@@ -247,3 +247,19 @@ def test_pearson_agrees_with_the_librarys_correlation_table(table, loss):
         for method, c in got["correlations"].items():
             row = f"{method} (LOO)" if loo else method
             assert c["pearson"]["r"] == pytest.approx(reference.get(row, loss), abs=1e-12, rel=0)
+
+
+def test_the_python_api_gives_what_the_command_prints(table):
+    """`cc proxy --json` is options -> accuracy.proxy_study.proxy_study -> print: a Python caller gets the same
+    summary, and the same one-sentence refusals before any reading."""
+    from consistency.accuracy.inputs import ScoreInputError
+    from consistency.accuracy.proxy_study import proxy_study
+
+    code, stdout, stderr = run("proxy", table, "--json", "--bootstrap", 50, "--with-self", "--raw")
+    assert code == 0, stderr
+    study = proxy_study([table], bootstrap=50, loo=False, zscore=False)
+    assert json.loads(json.dumps(study.summary)) == json.loads(stdout) and study.duplicates == 0
+    with pytest.raises(ScoreInputError, match="--aggregators: unknown mode"):
+        proxy_study([table], aggregators=["mode"])
+    with pytest.raises(ScoreInputError, match="--batches 'week'"):
+        proxy_study([table], batches="week")

@@ -17,14 +17,15 @@ if importlib.util.find_spec("pandas") is None:  # the analysis extra; dev has it
         pytest.fail("CC_REQUIRE_EXTRAS=1 but pandas is not installed (the dev extra has it)", pytrace=False)
     pytest.skip("pandas is not installed (pip install -e '.[analysis]')", allow_module_level=True)
 
+import consistency
 from consistency import analysis
 from consistency.datasets import benchmark_dir
 from consistency.evaluation import evaluate
 from consistency.evaluation.ground_truth import evaluate_questions
+from consistency.evaluation.scoring import score_path
 from consistency.forecasters.simple import ConstantForecaster
-from consistency.metrics.forecast_files import score_path
 
-TABLES = Path(analysis.__file__).parent / "datasets" / "tables" / "runs"
+TABLES = Path(consistency.__file__).parent / "datasets" / "tables" / "runs"
 
 
 @pytest.fixture(scope="module")

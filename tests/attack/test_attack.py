@@ -157,7 +157,7 @@ def test_a_search_killed_with_sigkill_resumes_without_forecasting_again(tmp_path
         killed = _spawn(srv.model_spec(), tmp_path / "killed", tmp_path / "cache-killed")
         journal = tmp_path / "killed" / "journal.jsonl"
         deadline = time.time() + 60
-        while time.time() < deadline and (not journal.exists() or journal.read_text().count('"forecast"') < 30):
+        while time.time() < deadline and (not journal.exists() or journal.read_text().count('"kind": "forecast"') < 30):
             time.sleep(0.01)
         killed.send_signal(signal.SIGKILL)
         killed.wait(10)
@@ -258,7 +258,7 @@ def test_cc_report_shows_the_search_next_to_uniform_sampling(tmp_path):
 def test_the_coherent_rule_is_coherent_on_every_bundled_check_and_the_planted_one_only_slips_on_long_negations():
     from consistency.checks import all_checks
     from consistency.fake_openai.rules import coherent_probability, planted_probability
-    from consistency.metrics.forecast_files import score_forecasts
+    from consistency.metrics.scoring import score_forecasts
     from consistency.models import ForecastingQuestion
     from consistency.prompts import question_block
 

@@ -154,7 +154,7 @@ def outputs(directory: Path) -> dict[str, object]:
             for r in records:
                 if r["kind"] == "charge":
                     charges.setdefault(r["sampler"], set()).update(r["keys"])
-            answers = {r["key"]: (r["prob"], r["error"]) for r in records if r["kind"] == "forecast"}
+            answers = {r["key"]: (r["forecast"], r["error"]) for r in records if r["kind"] == "forecast"}
             files[rel] = (charges, answers)
         else:
             files[rel] = path.read_bytes()

@@ -22,7 +22,7 @@ from consistency.checks import (
 )
 from consistency.metrics.categorical import CategoricalPlan, categorical_arbitrage, clip_distribution
 from consistency.metrics.closed_forms import closed_form
-from consistency.metrics.forecast_files import ScoreParams, score_forecasts
+from consistency.metrics.scoring import ScoreParams, score_forecasts
 from consistency.repair.categorical import repair_categorical
 
 NEW = ["PARTITION2", "PARTITION3", "PARTITION4", "PARTITION7", "MC_BINARY", "CDF_THRESHOLDS1", "CDF_THRESHOLDS",

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 from consistency.checks import CDF_THRESHOLDS, MC_BINARY, NUMERIC_PARAPHRASE, get_check
+from consistency.evaluation.scoring import score_file
 from consistency.fake_openai import Reply, ScriptedServer, schema_rule
 from consistency.generate import TemplateInstantiator
 from consistency.generate.categorical import NeedsWording, categorical_tuple, choose_thresholds, fits
 from consistency.generate.llm import InstantiationError, LLMInstantiator
 from consistency.llm import LLM, LLMSettings
-from consistency.metrics.forecast_files import ScoreParams, score_file, score_forecasts
+from consistency.metrics.scoring import ScoreParams, score_forecasts
 from consistency.models import ChoiceForecast, ForecastEntry, ForecastingQuestion, NumericForecast, tuple_model
 from consistency.outcomes import TupleShapeError, forecast_row, tuple_outcomes
 

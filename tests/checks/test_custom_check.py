@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from consistency.checks import Check, get_check, register
-from consistency.metrics.forecast_files import score_forecasts, score_path
+from consistency.evaluation.scoring import score_path
+from consistency.metrics.scoring import score_forecasts
 
 SYMMETRY_AND = Check("SYMMETRY_AND", {"P_and_Q": "P and Q", "Q_and_P": "Q and P"}, aliases=("symand",))
 PARA3 = Check("PARAPHRASE3", {"P": "P", "para_P": "P", "para2_P": "P"}, aliases=("para3",))

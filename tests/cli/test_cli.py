@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import consistency
-from consistency.metrics.forecast_files import ScoreReport, score_path
+from consistency.evaluation.scoring import ScoreReport, score_path
 
 CC = Path(sys.executable).parent / "cc"
 SAMPLE = Path(consistency.__file__).parent / "datasets" / "sample"

@@ -18,7 +18,7 @@ HEAVY = (
     "numpy",
     "scipy",
     "consistency.llm",
-    "consistency.metrics.forecast_files",
+    "consistency.evaluation.scoring",
     "consistency.fake_openai",
 )
 
@@ -77,3 +77,10 @@ def test_the_light_copy_of_the_duplicates_policies_matches_the_library():
     from consistency.cli.table_options import DUPLICATES as listed
 
     assert listed == DUPLICATES
+
+
+def test_the_light_copy_of_the_aggregators_matches_the_library():
+    from consistency.accuracy.aggregates import AGGREGATORS
+    from consistency.cli.proxy_cmd import AGGREGATORS as listed
+
+    assert listed == tuple(AGGREGATORS)

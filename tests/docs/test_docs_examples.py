@@ -1,6 +1,7 @@
 """Every example in the documentation runs offline and prints what the page shows.
 
-Console examples run against the scripted server (``demo`` rule) and the fixture web server; their
+Console examples run against the scripted server (``demo`` rule; ``coherent`` and ``incoherent`` beside it) and the
+fixture web server; their
 output is compared with the page after normalising times, durations, ports and paths (see
 ``docs_examples``). Python examples run in order, one namespace per page. A changed output fails
 the test; ``CC_DOCS_UPDATE=1`` rewrites the pages' outputs from the runs instead (then review the diff).
@@ -8,6 +9,7 @@ the test; ``CC_DOCS_UPDATE=1`` rewrites the pages' outputs from the runs instead
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
@@ -21,6 +23,7 @@ from consistency.fake_openai.rules import RULES
 from consistency.fake_openai.web import WebFixture
 from tests.support.docs_examples import (
     DOCS,
+    RULE_SERVERS,
     SHOWN_DEMO_PORT,
     SHOWN_WEB_PORT,
     blocks,
@@ -38,8 +41,9 @@ SAVE_AS = re.compile(r"# ([\w.-]+\.py)\n")
 
 @pytest.fixture(scope="module")
 def servers():
-    with ScriptedServer(RULES["demo"]()) as demo, WebFixture() as web:
-        yield demo, web
+    with ScriptedServer(RULES["demo"]()) as demo, WebFixture() as web, contextlib.ExitStack() as stack:
+        rules = {rule: stack.enter_context(ScriptedServer(RULES[rule]())) for rule in RULE_SERVERS}
+        yield demo, web, rules
 
 
 def _web_url(web: WebFixture) -> str:
@@ -48,10 +52,12 @@ def _web_url(web: WebFixture) -> str:
 
 @pytest.mark.parametrize("page", pages_with_examples(), ids=lambda p: str(p.relative_to(DOCS.parent)))
 def test_page_examples(page: Path, servers, tmp_path, monkeypatch):
-    demo, web = servers
+    demo, web, rules = servers
     prepare(tmp_path)
-    env = environment(tmp_path, demo.model_spec(), demo.base_url, _web_url(web))
+    specs = {rule: server.model_spec() for rule, server in rules.items()}
+    env = environment(tmp_path, demo.model_spec(), demo.base_url, _web_url(web), specs)
     ports = {demo.port: SHOWN_DEMO_PORT, web.port: SHOWN_WEB_PORT}
+    ports |= {server.port: RULE_SERVERS[rule] for rule, server in rules.items()}
     text = page.read_text(encoding="utf-8")
     namespace: dict = {"__name__": "__docs__"}
     failures: list[str] = []

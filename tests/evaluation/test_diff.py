@@ -17,8 +17,8 @@ from consistency.evaluation import evaluate
 from consistency.evaluation.diff import diff_runs
 from consistency.fake_openai import probability_for
 from consistency.jsonl import iter_json_lines
-from consistency.metrics.forecast_files import score_forecasts
 from consistency.metrics.paired import paired_diff, sign_test, wilcoxon_test
+from consistency.metrics.scoring import score_forecasts
 
 runner = CliRunner()
 NEGATED = re.compile(r"^Will \u201c([^\u201d]*)\u201d resolve NO\?$")
@@ -197,5 +197,6 @@ def test_report_shows_the_diff_section(runs, tmp_path):
     section = html[html.index('<section id="diff"') :]
     assert section.index("</section>") < section.index("</main>")
     assert '<tr class="worse"><td>NEGATION</td>' in section and "Changed most" in section
-    res = runner.invoke(app, ["report", str(a), "--diff", "-o", str(page)])
+    res = runner.invoke(app, ["report", str(a), "--diff", "-o", str(tmp_path / "one.html")])
     assert res.exit_code == 2 and "--diff compares two runs" in res.output
+    assert not (tmp_path / "one.html").exists()  # refused before any page is written

@@ -20,11 +20,11 @@ from consistency.datasets import benchmark_dir
 from consistency.datasets.make_benchmark import make_benchmark
 from consistency.evaluation import RunOptions, evaluate, load_benchmark, resume
 from consistency.evaluation.ground_truth import evaluate_questions
+from consistency.evaluation.scoring import score_path
 from consistency.fake_openai import Fault, Reply, ScriptedServer, every_nth, probability_rule
 from consistency.forecasters import BasicForecaster
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
-from consistency.metrics.forecast_files import score_path
 from tests.support.reference import FORECASTS as REF_FORECASTS
 from tests.support.reference import GROUND_TRUTH_RUN as REF_GROUND_TRUTH
 from tests.support.reference import needs_reference
@@ -327,3 +327,20 @@ def test_time_queued_for_the_models_slots_does_not_count_against_the_forecast_ti
         assert srv.max_in_flight == 1
     assert result.meta["questions"] == 12  # about 4 s of queue for the last one, against 1.5 s of timeout
     assert [f["error"] for f in result.failures] == ["timed out after 1.5 s"]
+
+
+def test_run_request_is_the_library_call_under_cc_evaluate(tmp_path):
+    """`cc evaluate`'s options as a Request: the same run, gates and refusals for a Python caller."""
+    from consistency.errors import InputError
+    from consistency.evaluation import RunOptions
+    from consistency.evaluation.request import Gates, Request, run_request
+
+    request = Request("constant", ["p=0.3"], checks="neg", limit=2, out_dir=tmp_path / "run")
+    result = run_request(request, RunOptions())
+    assert result.run_dir == tmp_path / "run" and result.record.status == "complete"
+    assert [f.check.name for f in result.report.files] == ["NEGATION"]
+    assert Gates(max_violation=10.0).failures(result) == [] and Gates(max_violation=0.0).failures(result)
+    with pytest.raises(InputError):
+        Gates(fail_on_error=float("nan"))
+    with pytest.raises(InputError, match="--checks cond differs"):  # a resume finishes the run as it began
+        run_request(Request("constant", checks="cond"), RunOptions(), resume_dir=result.run_dir, explicit={"checks"})

@@ -14,13 +14,13 @@ from consistency.checks import get_check
 from consistency.datasets import benchmark_dir
 from consistency.evaluation import evaluate
 from consistency.evaluation.asking import RunOptions
+from consistency.evaluation.scoring import score_path
 from consistency.fake_openai import ScriptedServer, hypocritical_probability, hypocritical_rule
 from consistency.forecasters import ArbitrageForecaster, BasicForecaster, ForecasterSpecError, load_forecaster
 from consistency.forecasters.arbitrage.step import arbitrage_step, step_weights
 from consistency.generate import TemplateInstantiator
 from consistency.llm import LLMSettings
 from consistency.metrics.arbitrage import arbitrage
-from consistency.metrics.forecast_files import score_path
 from consistency.models import ForecastingQuestion
 
 NO_CACHE = LLMSettings(timeout=5, max_backoff=0.05, max_connections=16, cache=False)

@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 from consistency.cli import app
 from consistency.evaluation import evaluate
 from consistency.evaluation.asking import RunOptions
+from consistency.evaluation.scoring import score_path
 from consistency.fake_openai import ScriptedServer, hypocritical_rule
 from consistency.forecasters import ArbitrageForecaster, BasicForecaster
 from consistency.forecasters.arbitrage.replay import ReplayError, replay
 from consistency.llm import LLMSettings
 from consistency.metrics.closed_forms import closed_form
-from consistency.metrics.forecast_files import score_path
 
 CHECKER = {"neg": ("NegChecker", "not_P"), "para": ("ParaphraseChecker", "para_P")}
 

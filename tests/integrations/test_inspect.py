@@ -195,7 +195,7 @@ def test_without_need_nothing_imports_inspect():
         "for argv in (['cc', 'checks'], ['cc', 'version'], ['cc', 'score', '--help']):\n"
         "    sys.argv = argv\n"
         "    try:\n        main()\n    except SystemExit:\n        pass\n"
-        "import consistency.evaluation, consistency.metrics.forecast_files, consistency.forecasters\n"
+        "import consistency.evaluation, consistency.evaluation.scoring, consistency.forecasters\n"
         "print('inspect_ai' in sys.modules)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

@@ -124,7 +124,7 @@ def test_the_inspect_task_for_monotone_scores_like_cc_score(tmp_path):
 def test_attack_proposes_chains_and_the_coherent_rule_holds_on_them(tmp_path):
     from consistency.attack import attack
     from consistency.fake_openai.rules import coherent_probability
-    from consistency.metrics.forecast_files import score_forecasts
+    from consistency.metrics.scoring import score_forecasts
     from consistency.prompts import question_block
 
     chains = [json.loads(x) for x in (benchmark_dir() / "tuples" / "MonotoneChecker.jsonl").read_text().splitlines()]

@@ -13,7 +13,7 @@ import pytest
 import consistency
 import consistency.accuracy.proper
 import consistency.accuracy.proxy
-import consistency.metrics.forecast_files
+import consistency.evaluation.scoring
 from consistency import sources
 
 PACKAGE = Path(consistency.__file__).parent
@@ -83,7 +83,7 @@ def test_no_module_of_the_package_uses_the_old_names():
 def test_lazy_export_tables_resolve_every_name():
     for name in consistency.__all__:
         assert getattr(consistency, name) is not None, name
-    assert consistency.score_path is consistency.metrics.forecast_files.score_path
+    assert consistency.score_path is consistency.evaluation.scoring.score_path
     assert set(sources.SOURCES) == {"metaculus", "manifold", "polymarket"}
     assert sources.scrape is sources.scraper.scrape
     with pytest.raises(AttributeError, match=r"module 'consistency\.sources' has no attribute 'nope'"):

@@ -28,11 +28,9 @@ MAX_LINES = 600
 #: complexity limit (``# noqa: C901``), says in its docstring why it is not split, after :data:`KEPT_WHOLE`.
 MAX_FUNCTION_LINES = 80
 KEPT_WHOLE = "Kept whole:"
-#: Not held to the function rules yet. The CLI is being rewritten into thin commands on another branch
-#: (issue 34 item 3). The functions below are being edited on other branches (the scrapers, the inspect
-#: export); split them once those are merged, then delete their entries: the test fails on an
+#: Not held to the function rules yet. The functions below are being edited on other branches (the scrapers,
+#: the inspect export); split them once those are merged, then delete their entries: the test fails on an
 #: entry that no longer needs to be here.
-PENDING_FOLDERS = ("consistency/cli/",)
 PENDING = {
     "consistency/sources/scraper.py:scrape",
     "consistency/integrations/inspect/logs.py:export_run",
@@ -179,8 +177,6 @@ def analyse() -> dict[str, object]:
     unexplained, flagged = [], set()
     for path in MODULES.values():
         where = str(path.relative_to(PACKAGE.parent))
-        if where.startswith(PENDING_FOLDERS):
-            continue
         found, names = unexplained_functions(path.read_text(encoding="utf-8"), where)
         flagged |= names
         unexplained += [f for f in found if f.partition(" ")[0] not in PENDING]
@@ -363,3 +359,37 @@ def test_no_lazy_export_shares_its_name_with_a_submodule():
         if isinstance(exports, dict):
             clashes += [f"{module}.{n}" for n in exports if (init.parent / f"{n}.py").is_file()]
     assert not clashes, clashes
+
+
+#: The command line is options -> one library call -> print (issue 34); what grows past this is logic that
+#: belongs in the library, where the Python API gets it too. A ratchet: issue 34 aims at about 2,500 lines;
+#: lower this as more moves out (4,030 before the first thinning, 3,505 after it), never raise it.
+MAX_CLI_LINES = 3_550
+
+
+def _command_modules() -> set[str]:
+    return {m for m in MODULES if m.startswith("consistency.cli.") and m.endswith("_cmd")}
+
+
+def test_no_cli_module_imports_a_command_module():
+    commands = _command_modules()
+    assert commands, "no command modules found: the naming convention (consistency/cli/*_cmd.py) changed"
+    found = [
+        f"{module} imports {target}"
+        for module in MODULES
+        if module.startswith("consistency.cli")
+        for target, name in _imports(module, typing=True)
+        if target in commands or f"{target}.{name}" in commands
+    ]
+    assert found == [], "a command shares code through a library or a cli helper module, not another command"
+
+
+def test_the_command_import_rule_sees_both_spellings():
+    found = _imports_in("from .score_cmd import render_table\nfrom . import repair_cmd\n", "consistency.cli.x", False)
+    assert ("consistency.cli.score_cmd", "render_table") in found and ("consistency.cli", "repair_cmd") in found
+    assert {"consistency.cli.score_cmd", "consistency.cli.repair_cmd"} <= _command_modules()
+
+
+def test_the_command_line_package_stays_thin():
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in (PACKAGE / "cli").glob("*.py"))
+    assert lines <= MAX_CLI_LINES, f"consistency/cli/ has {lines} lines: move logic into the library"

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from consistency.checks import get_check
+from consistency.evaluation.scoring import score_path
 from consistency.files import FileKind, detect, validate_file
-from consistency.metrics.forecast_files import score_path
 from tests.support.reference import FORECASTS, REFERENCE, needs_reference
 
 pytestmark = needs_reference

@@ -19,10 +19,10 @@ from consistency.accuracy.pairing import same_forecaster
 from consistency.datasets import benchmark_dir, sample_dir
 from consistency.evaluation import RunOptions, evaluate
 from consistency.evaluation.ground_truth import evaluate_questions
+from consistency.evaluation.scoring import score_path, write_report
 from consistency.fake_openai import Fault, ScriptedServer, every_nth, probability_rule
 from consistency.jsonl import iter_json_lines
 from consistency.llm import LLMSettings
-from consistency.metrics.forecast_files import score_path, write_report
 from consistency.report import ReportInputError, make_report
 from consistency.report.compare import compare
 from tests.support.reference import FORECASTS, GROUND_TRUTH_RUN, needs_reference

@@ -11,7 +11,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from consistency.evaluation import evaluate
-from consistency.metrics.forecast_files import score_path, write_report
+from consistency.evaluation.scoring import score_path, write_report
 from consistency.report import figures, make_report
 from consistency.report.gather import accuracy, read_run
 from tests.support.paper_download import MODELS, build, truth_name, tuples_name

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 import consistency
+from consistency.evaluation.scoring import ScoringError, score_file, score_path, write_report
 from consistency.files import DetectionError, FileKind, detect, validate_file
 from consistency.jsonl import LineError
-from consistency.metrics.forecast_files import ScoringError, score_file, score_path, write_report
 
 CC = Path(sys.executable).parent / "cc"
 SAMPLE = Path(consistency.__file__).parent / "datasets" / "sample"

@@ -7,7 +7,10 @@ into it, so bundled paths work as in a clone), with the offline servers' address
 
 - ``CC_DEMO_MODEL``: model spec of the scripted server answering with the ``demo`` rule
   (``python -m consistency.fake_openai --rule demo``), ``CC_DEMO_URL`` its base URL;
-- ``CC_WEB_URL``: the fixture web server (``python -m consistency.fake_openai.web``).
+- ``CC_WEB_URL``: the fixture web server (``python -m consistency.fake_openai.web``);
+- ``CC_COHERENT_MODEL`` and ``CC_INCOHERENT_MODEL``: the scripted server with the ``coherent`` and ``incoherent``
+  rules (:data:`RULE_SERVERS`), whose forecasts of multiple-choice and numeric questions agree, or disagree by known
+  amounts, with their yes/no questions.
 
 Outputs are compared after normalising what differs between runs (times, durations, ports, the
 temporary directory, progress bars). ```` ```python ```` blocks of a page run in order in one
@@ -28,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"^```(console|python)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 SHOWN_DEMO_PORT, SHOWN_WEB_PORT = 8000, 8001  # the ports the pages tell users to start the servers on
+#: Scripted servers of other rules the pages use: rule -> the port the pages start it on (``$CC_<RULE>_MODEL``).
+RULE_SERVERS = {"coherent": 8002, "incoherent": 8003}
 COMMAND_TIMEOUT = 180
 
 
@@ -125,8 +130,11 @@ def normalised(text: str) -> str:
 # ------------------------------------------------------------------------------ running
 
 
-def environment(tmp: Path, demo_spec: str, demo_url: str, web_url: str) -> dict[str, str]:
+def environment(
+    tmp: Path, demo_spec: str, demo_url: str, web_url: str, rule_specs: dict[str, str] | None = None
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN")) and k != "NEWSAPI_KEY"}
+    env.update({f"CC_{rule.upper()}_MODEL": spec for rule, spec in (rule_specs or {}).items()})
     env.update(
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
         CC_DEMO_MODEL=demo_spec,

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from consistency.evaluation.benchmark import load_benchmark
+from consistency.evaluation.scoring import score_path
 from consistency.fake_openai import probability_for
 from consistency.forecasters.llm import forecast_messages
-from consistency.metrics.forecast_files import ScoreParams, score_path
+from consistency.metrics.scoring import ScoreParams
 
 CC = Path(sys.executable).parent / "cc"
 INSPECT = Path(sys.executable).parent / "inspect"
