@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from ..store.layout import REPAIR_REPORT
-from .console import err, escape, fmt, out, show, table
+from .console import err, escape, out, say, show, table
 from .errors import handle_errors
 from .exits import ExitCode
 from .options import AsJson
-
-if TYPE_CHECKING:
-    from rich.table import Table
-
-    from ..repair.report_model import RepairReport
 
 #: Said when a repair stops: the library removes its partial copy, so nothing is half-written.
 UNTOUCHED = "nothing was written (the inputs are untouched); run the command again"
@@ -100,70 +95,12 @@ def repair(
         for t in exc.described:
             err.print(f"  {t.describe()}", markup=False, soft_wrap=True)
         raise typer.Exit(ExitCode.FAILED) from None
-    show(report.model_dump(mode="json"), as_json, lambda: render_table(report))
+    title, columns, rows, total = report.table()
+    show(report.model_dump(mode="json"), as_json, lambda: table(title, columns, rows, total=total))
     if not as_json:
-        _notes(report)
+        say(report.notes(), out)
     if report.errors:
         err.print(f"[yellow]{len(report.errors)} line error(s) left out[/yellow] (all listed in {REPAIR_REPORT}):")
         for line in report.errors[:5]:
             err.print(f"  {line}", markup=False, soft_wrap=True)
     err.print(f"repaired forecasts written to [bold]{escape(str(report.out))}[/bold] (0 model calls)")
-
-
-def render_table(report: RepairReport) -> Table:
-    """Per check: tuples, distance moved, guaranteed gain, violations and Brier scores before and after."""
-    guaranteed = "guaranteed gain" if report.score == "brier" else "guaranteed gain (nats)"
-    columns = ("check", "tuples", "moved", guaranteed, "violation before", "after", "resolved", "Brier before", "after")
-
-    def cells(name: str, c, gain: str) -> list[object]:
-        r = c.realized
-        return [name, c.tuples, fmt(c.moved), gain, fmt(c.violation_before), fmt(c.violation_after), r.n,
-                fmt(r.brier_before), fmt(r.brier_after)]  # fmt: skip
-
-    rows = [cells(c.check, c, "(whole graph)" if report.joint else fmt(c.guaranteed)) for c in report.checks]
-    total = cells("total", report.total, fmt(report.total.guaranteed))
-    return table(f"Repair ({report.method}; no model calls; arbitrage and log in nats)", columns, rows, total=total)
-
-
-def _notes(report: RepairReport) -> None:
-    from ..checks import get_check
-
-    t = report.total
-    if report.left_out:
-        sets = len({c.conflict for c in report.left_out})
-        out.print(
-            f"[yellow]{len(report.left_out)} tuple(s) left out[/yellow]: {sets} set(s) of tuples that contradict "
-            f"each other (--skip-conflicts; all listed in {REPAIR_REPORT}):"
-        )
-        for c in report.left_out[:10]:
-            out.print(f"  set {c.conflict + 1}: {c.describe()}", markup=False, soft_wrap=True)
-    if report.joint:
-        which = "all its tuples" if not report.left_out else "all its other tuples"
-        categorical = any(get_check(c.check).categorical for c in report.checks)
-        counted = " (a multiple-choice or numeric question's outcomes counted one by one)" if categorical else ""
-        out.print(
-            f"{report.questions} distinct questions{counted}, one value each; the guaranteed gain holds for the "
-            f"whole graph in every world consistent with {which}: {fmt(t.guaranteed)}"
-        )
-        if report.joint_worlds == "unknown":
-            out.print(
-                "[yellow]no such world was found within the search's budget, nor ruled out[/yellow]: where there is "
-                "none, the guarantee is about no world"
-            )
-    if report.disagreeing_questions:
-        how = "started from the mean of its forecasts" if report.joint else "repaired in each tuple separately"
-        out.print(f"{report.disagreeing_questions} question(s) were forecast differently in different tuples: {how}")
-    q = t.realized_questions
-    if q.n:
-        out.print(
-            f"resolved questions, each once: Brier {fmt(q.brier_before)} → {fmt(q.brier_after)}, "
-            f"log loss {fmt(q.log_before)} → {fmt(q.log_after)} (n={q.n})"
-        )
-    contradictory = sum(c.contradictory_resolutions for c in report.checks)
-    if contradictory:
-        out.print(
-            f"[yellow]{contradictory} tuple(s) have resolutions no possible world allows[/yellow] "
-            "(left out of the realized scores: no guarantee covers them)"
-        )
-    if report.conflicting_resolutions:
-        out.print(f"{report.conflicting_resolutions} question(s) resolved differently in two places: left unresolved")

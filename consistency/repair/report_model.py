@@ -108,6 +108,67 @@ class RepairReport(BaseModel):
     def method(self) -> str:
         return f"{self.score} {'joint' if self.joint else 'per-tuple'}"
 
+    def table(self) -> tuple[str, tuple[str, ...], list[list[object]], list[object]]:
+        """Title, columns, a row per check and the total row: tuples, distance moved, guaranteed gain,
+        violations and Brier scores before and after."""
+        guaranteed = "guaranteed gain" if self.score == "brier" else "guaranteed gain (nats)"
+        columns = ("check", "tuples", "moved", guaranteed, "violation before", "after", "resolved", "Brier before",
+                   "after")  # fmt: skip
+
+        def cells(name: str, c: CheckRepair | RepairTotal, gain: str) -> list[object]:
+            r = c.realized
+            return [name, c.tuples, _fmt(c.moved), gain, _fmt(c.violation_before), _fmt(c.violation_after), r.n,
+                    _fmt(r.brier_before), _fmt(r.brier_after)]  # fmt: skip
+
+        rows = [cells(c.check, c, "(whole graph)" if self.joint else _fmt(c.guaranteed)) for c in self.checks]
+        title = f"Repair ({self.method}; no model calls; arbitrage and log in nats)"
+        return title, columns, rows, cells("total", self.total, _fmt(self.total.guaranteed))
+
+    def notes(self) -> list[str]:
+        """What the table does not say: tuples left out as conflicting, what the joint guarantee covers,
+        questions forecast or resolved differently in different tuples, the realized change per question."""
+        from ..checks import get_check
+        from ..store.layout import REPAIR_REPORT
+
+        lines, t = [], self.total
+        if self.left_out:
+            sets = len({c.conflict for c in self.left_out})
+            lines.append(f"{len(self.left_out)} tuple(s) left out: {sets} set(s) of tuples that contradict each "
+                         f"other (--skip-conflicts; all listed in {REPAIR_REPORT}):")  # fmt: skip
+            lines += [f"  set {c.conflict + 1}: {c.describe()}" for c in self.left_out[:10]]
+        if self.joint:
+            which = "all its tuples" if not self.left_out else "all its other tuples"
+            categorical = any(get_check(c.check).categorical for c in self.checks)
+            counted = " (a multiple-choice or numeric question's outcomes counted one by one)" if categorical else ""
+            lines.append(f"{self.questions} distinct questions{counted}, one value each; the guaranteed gain "
+                         f"holds for the whole graph in every world consistent with {which}: "
+                         f"{_fmt(t.guaranteed)}")  # fmt: skip
+            if self.joint_worlds == "unknown":
+                lines.append("no such world was found within the search's budget, nor ruled out: where there is "
+                             "none, the guarantee is about no world")  # fmt: skip
+        if self.disagreeing_questions:
+            how = "started from the mean of its forecasts" if self.joint else "repaired in each tuple separately"
+            lines.append(
+                f"{self.disagreeing_questions} question(s) were forecast differently in different tuples: {how}"
+            )
+        q = t.realized_questions
+        if q.n:
+            lines.append(f"resolved questions, each once: Brier {_fmt(q.brier_before)} → {_fmt(q.brier_after)}, "
+                         f"log loss {_fmt(q.log_before)} → {_fmt(q.log_after)} (n={q.n})")  # fmt: skip
+        contradictory = sum(c.contradictory_resolutions for c in self.checks)
+        if contradictory:
+            lines.append(f"{contradictory} tuple(s) have resolutions no possible world allows (left out of the "
+                         "realized scores: no guarantee covers them)")  # fmt: skip
+        if self.conflicting_resolutions:
+            lines.append(
+                f"{self.conflicting_resolutions} question(s) resolved differently in two places: left unresolved"
+            )
+        return lines
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
 
 # --------------------------------------------------------------------------- computing the figures
 
