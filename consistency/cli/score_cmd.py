@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import InputError
 from ..store.layout import SUMMARY
-from .console import err, escape, fmt, pct, print_skipped, show, table, violations
+from .console import err, escape, fmt, pct, print_skipped, say, show, table, violations
 from .exits import ExitCode
 from .options import AsJson, Bootstrap, BootstrapSeed, Epsilon
 
@@ -62,34 +61,18 @@ def _show(report: ScoreReport, target: Path, as_json: bool) -> None:
 
 def _score_runs(runs: list[Path], out_dir: Path, params: ScoreParams, check: str | None, as_json: bool) -> None:
     """Score each run directory on its own into ``out_dir/<name>/``; one failing directory does not stop the rest."""
-    import os
+    from ..evaluation.scoring import Corpus
 
-    from ..evaluation.scoring import RunSkipped, score_runs
-
-    names = [r.name for r in runs]
-    if len(set(names)) != len(names):
-        raise InputError("two run directories share a name; score them into different --out directories")
-    rows, summaries, failed, skipped = [], {}, 0, 0
-    for run, result in score_runs(runs, out_dir, params, check, jobs=min(os.cpu_count() or 1, len(runs))):
-        if isinstance(result, RunSkipped | str):
-            skipped, failed = skipped + isinstance(result, RunSkipped), failed + isinstance(result, str)
-            said = result.reason if isinstance(result, RunSkipped) else result
-            err.print(
-                f"{'[yellow]skipped[/yellow]' if isinstance(result, RunSkipped) else '[red]error[/red]'} {escape(said)}"
-            )
-            continue
-        agg, summaries[run.name] = result["aggregate"], result
-        d, f = agg["default"], agg["frequentist"]
-        rows.append([escape(run.name), len(result["checks"]), d["num_samples"], fmt(d["avg_violation"]),
+    corpus = Corpus(runs)
+    say(corpus.score(out_dir, params, check))
+    rows = []
+    for name, summary in corpus.summaries.items():
+        d, f = summary["aggregate"]["default"], summary["aggregate"]["frequentist"]
+        rows.append([escape(name), len(summary["checks"]), d["num_samples"], fmt(d["avg_violation"]),
                      pct(d["fraction_violated"]), fmt(f["avg_violation"]), pct(f["fraction_violated"])])  # fmt: skip
-        if result["errors"]:
-            n = len(result["errors"])
-            err.print(f"[yellow]{escape(run.name)}: {n} line error(s)[/yellow] (listed in its {SUMMARY})")
     columns = ("run", "checks", "tuples", "arbitrage avg", "arb. violated", "frequentist avg", "freq. violated")
     title = f"Consistency violations per run ({len(runs)} directories; arbitrage in nats)"
-    show(summaries, as_json, lambda: table(title, columns, rows, fold=columns))
-    done = len(runs) - failed - skipped
-    extra = f", {skipped} skipped" if skipped else ""
-    err.print(f"results written to [bold]{escape(str(out_dir))}[/bold]/<run>/ ({done} of {len(runs)} scored{extra})")
-    if failed or not done:
+    show(corpus.summaries, as_json, lambda: table(title, columns, rows, fold=columns))
+    say([corpus.closing(out_dir)])
+    if corpus.failed or not corpus.done:
         raise typer.Exit(ExitCode.FAILED)

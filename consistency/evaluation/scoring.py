@@ -203,6 +203,43 @@ def _score_run(run: Path, out_dir: Path, params: ScoreParams, check: str | None)
     return report.summary()
 
 
+@dataclass
+class Corpus:
+    """Several run directories scored one by one (``cc score`` on a corpus): what each gave, as it comes."""
+
+    runs: Sequence[Path]
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)  # run name -> its summary
+    failed: int = 0
+    skipped: int = 0
+
+    def score(self, out_dir: Path, params: ScoreParams, check: str | None = None) -> Iterator[str]:
+        """Score every run into ``out_dir/<name>/`` on every core, saying each run skipped, failed or with bad lines."""
+        import os
+
+        names = [r.name for r in self.runs]
+        if len(set(names)) != len(names):
+            raise InputError("two run directories share a name; score them into different --out directories")
+        for run, result in score_runs(self.runs, out_dir, params, check, jobs=min(os.cpu_count() or 1, len(names))):
+            if isinstance(result, RunSkipped):
+                self.skipped += 1
+                yield f"skipped {result.reason}"
+            elif isinstance(result, str):
+                self.failed += 1
+                yield f"error {result}"
+            else:
+                self.summaries[run.name] = result
+                if result["errors"]:
+                    yield f"{run.name}: {len(result['errors'])} line error(s) (listed in its {layout.SUMMARY})"
+
+    @property
+    def done(self) -> int:
+        return len(self.runs) - self.failed - self.skipped
+
+    def closing(self, out_dir: Path) -> str:
+        extra = f", {self.skipped} skipped" if self.skipped else ""
+        return f"results written to {out_dir}/<run>/ ({self.done} of {len(self.runs)} scored{extra})"
+
+
 def score_runs(
     runs: Sequence[Path],
     out_dir: str | Path,
