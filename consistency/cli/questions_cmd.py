@@ -3,7 +3,6 @@ and news; their verification and resolution."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import date
 from pathlib import Path
 from typing import Annotated
@@ -15,7 +14,7 @@ from ..questions.making import Making, NewsSources, Titling, complete, day, give
 from ..questions.making import related as related_to
 from ..store.layout import resolved_file
 from .bounds import positive
-from .console import err, escape, out, questions_of, say
+from .console import err, out, questions_of, say
 from .errors import SAVED, handle_errors
 from .llm_command import LLMArgs, llm_command, shared_options
 
@@ -250,17 +249,13 @@ def news_cmd(
     llm_args: LLMArgs,
 ) -> None:
     """Forecasting questions about what happens after news articles (paper appendix K), verified."""
-    from ..questions.making import gather_articles
+    from ..questions.making import news_articles
     from ..questions.news import questions_from_news
-    from ..sources.news import dedupe_articles
 
     first = day(days_from, "--from")
     sources = NewsSources(feed or (), articles, newsapi, first, day(days_to, "--to") or first, domains, newsapi_url)
-    pool, problems = asyncio.run(gather_articles(sources))
-    for problem in problems:
-        err.print(f"[yellow]warning[/yellow] {escape(problem)}")
-    kept, dropped = dedupe_articles(pool, dedupe)
-    err.print(f"{len(pool)} article(s), {dropped} near-duplicate(s) dropped, {len(kept)} to read")
+    kept, said = news_articles(sources, dedupe)
+    say(said)
     settings = {"horizon_days": horizon_days, "per_article": per_article, "threshold": threshold, "span": span,
                 "rephrase": rephrase, "verifier_model": verifier_model}  # fmt: skip
     report = llm_args.run(lambda llm: questions_from_news(kept, out_path, llm, llm_args.model, **settings))

@@ -167,3 +167,16 @@ async def gather_articles(sources: NewsSources) -> tuple[list[Any], list[str]]:
             got, bad = await fetch_newsapi(web, sources.newsapi_url, sources.newsapi, days, domains=sources.domains)
             pool, problems = pool + got, problems + bad
     return pool, problems
+
+
+def news_articles(sources: NewsSources, dedupe: float) -> tuple[list[Any], list[str]]:
+    """The articles to read (near-duplicates by entity overlap ``dedupe`` dropped), and what to tell the
+    user first: a warning per source that could not be read, then how many articles were kept."""
+    import asyncio
+
+    from ..sources.news import dedupe_articles
+
+    pool, problems = asyncio.run(gather_articles(sources))
+    kept, dropped = dedupe_articles(pool, dedupe)
+    said = f"{len(pool)} article(s), {dropped} near-duplicate(s) dropped, {len(kept)} to read"
+    return kept, [f"warning {problem}" for problem in problems] + [said]
