@@ -37,23 +37,13 @@ def replay_cmd(
     as_json: AsJson = False,
 ) -> None:
     """Recompute every node from its children; compare with the stored values, per depth."""
-    from ..forecasters.arbitrage.replay import replay
+    from ..forecasters.arbitrage.replay import FileReplay, replay
 
     results = replay(path, weights.value, write)
-    rows = []
-    for r in results:
-        name = escape(Path(r.path).name)
-        if not r.forecasts:
-            rows.append((name, "-", "0", "no call trees", "", "", ""))
-        for depth, s in sorted(r.by_depth.items()):
-            d = s.as_dict()
-            rows.append((name, depth, d["nodes"], f"{d['max_abs_diff']:.2e}", d["negative_profit_steps"],
-                         f"{d['violation_stored']:.4f}", f"{d['violation_recomputed']:.4f}"))  # fmt: skip
-    columns = ("file", "depth", "nodes", "max |recomputed - stored|", "negative-profit steps", "viol. stored",
-               "viol. recomputed")  # fmt: skip
+    rows = [(escape(row[0]), *row[1:]) for r in results for row in r.rows()]
     title = f"Call trees recomputed with the exact solver ({weights.value} weights)"
     show({"weights": weights.value, "files": [r.as_dict() for r in results]}, as_json,
-         lambda: table(title, columns, rows))  # fmt: skip
+         lambda: table(title, FileReplay.COLUMNS, rows))  # fmt: skip
     if as_json:
         return
     if write is not None:

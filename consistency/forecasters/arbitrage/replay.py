@@ -91,6 +91,20 @@ class FileReplay:
             "by_depth": {str(d): s.as_dict() for d, s in sorted(self.by_depth.items())},
         }
 
+    #: The columns of :meth:`rows`, as ``cc arbitrage replay`` shows them.
+    COLUMNS = ("file", "depth", "nodes", "max |recomputed - stored|", "negative-profit steps", "viol. stored",
+               "viol. recomputed")  # fmt: skip
+
+    def rows(self) -> list[tuple[object, ...]]:
+        """One row per depth of the file's call trees (one saying so when it holds none)."""
+        name = Path(self.path).name
+        rows: list[tuple[object, ...]] = [] if self.forecasts else [(name, "-", "0", "no call trees", "", "", "")]
+        for depth, s in sorted(self.by_depth.items()):
+            d = s.as_dict()
+            rows.append((name, depth, d["nodes"], f"{d['max_abs_diff']:.2e}", d["negative_profit_steps"],
+                         f"{d['violation_stored']:.4f}", f"{d['violation_recomputed']:.4f}"))  # fmt: skip
+        return rows
+
 
 @dataclass
 class Replayer:
