@@ -78,15 +78,8 @@ def repair(
     if joint is None:
         joint = score == "brier"
     try:
-        report = repair_run(
-            path,
-            score,  # type: ignore[arg-type]
-            joint,
-            out_dir,
-            force=force,
-            resolutions=resolutions,
-            skip_conflicts=skip_conflicts,
-        )
+        report = repair_run(path, score, joint, out_dir, force=force, resolutions=resolutions,  # type: ignore[arg-type]
+                            skip_conflicts=skip_conflicts)  # fmt: skip
     except ConflictingForecasts as exc:
         err.print(
             f"[red]conflict[/red]: {escape(summary(len(exc.described), exc.kind, exc.certain))}, so nothing was "
