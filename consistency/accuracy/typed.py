@@ -24,6 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from ..jsonl import LineError
 from ..metrics.stats import bootstrap_mean_ci
 from .distribution_scores import SCORES_BY_TYPE, pool, proxy_crps, proxy_multiclass_brier, result_field
 from .inputs import ScoreInputError
+
+if TYPE_CHECKING:
+    from ..store.runs import Run
 
 #: How each score is shown.
 LABELS = {"brier": "Brier", "log": "log score (bits)", "crps": "CRPS", "proxy": "proxy score"}
@@ -99,30 +103,44 @@ def read_typed_rows(
     for path in paths:
         for run in typed_result_runs(path):
             name = forecaster_name(run.directory) or run.directory.name
-            for number, record in run.typed_results():
-                where = f"{run.typed_file}:{number}"
-                if isinstance(record, LineError):
-                    if skipped is None:
-                        raise ScoreInputError(str(record))
-                    skipped.append(record)
-                    continue
-                kind = record.question.question_type
-                if kind not in SCORES_BY_TYPE:
-                    continue
-                rows = out.setdefault(kind, TypedRows(losses={s: [] for s in SCORES_BY_TYPE[kind]}))
-                key = (name, record.question.id)
-                if key in seen:
-                    first_where, index = seen[key]
-                    if duplicates == "error":
-                        raise ScoreInputError(
-                            f"{where}: question {record.question.id} was scored for {name} here and at {first_where};"
-                            " choose --duplicates first or last"
-                        )
-                    if duplicates == "last":
-                        _put(rows, index, name, record, where)
-                    continue
-                seen[key] = (where, len(rows.forecaster))
-                _put(rows, None, name, record, where)
+            add_run(out, run, name, duplicates, skipped, seen)
+    return out
+
+
+def add_run(
+    out: dict[str, TypedRows],
+    run: Run,
+    name: str,
+    duplicates: str = "error",
+    skipped: list[LineError] | None = None,
+    seen: dict[tuple[str, str], tuple[str, int]] | None = None,
+) -> dict[str, TypedRows]:
+    """Add one run's scored questions (forecaster ``name``) to ``out``, by type (see :func:`read_typed_rows`)."""
+    seen = {} if seen is None else seen
+    for number, record in run.typed_results():
+        where = f"{run.typed_file}:{number}"
+        if isinstance(record, LineError):
+            if skipped is None:
+                raise ScoreInputError(str(record))
+            skipped.append(record)
+            continue
+        kind = record.question.question_type
+        if kind not in SCORES_BY_TYPE:
+            continue
+        rows = out.setdefault(kind, TypedRows(losses={s: [] for s in SCORES_BY_TYPE[kind]}))
+        key = (name, record.question.id)
+        if key in seen:
+            first_where, index = seen[key]
+            if duplicates == "error":
+                raise ScoreInputError(
+                    f"{where}: question {record.question.id} was scored for {name} here and at {first_where};"
+                    " choose --duplicates first or last"
+                )
+            if duplicates == "last":
+                _put(rows, index, name, record, where)
+            continue
+        seen[key] = (where, len(rows.forecaster))
+        _put(rows, None, name, record, where)
     return out
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
 from rich.console import Group
 
 from ..accuracy.ranking import METHODS, rank_paths
