@@ -79,7 +79,7 @@ def main() -> None:
             wall = time.perf_counter() - start
             prompts = Counter(r.last_user_text for r in srv.requests)
             per_check = {f.check.name: f.stats()["default"] for f in result.report.files}
-            questions = result.meta["questions"]
+            questions = result.meta.questions
             rows.append(
                 {
                     "setup": name,

@@ -31,6 +31,7 @@ from consistency.generate import TemplateInstantiator, instantiate_all
 from consistency.jsonl import read_jsonl, write_jsonl
 from consistency.llm import LLMSettings
 from consistency.models import ForecastingQuestion
+from consistency.store.meta import RunMeta, Totals
 
 
 def build_tuples(out: Path, per_check: int) -> int:
@@ -45,7 +46,7 @@ def build_tuples(out: Path, per_check: int) -> int:
     return total
 
 
-def timed_run(spec: str, tuples: Path, out: Path, concurrency: int) -> tuple[float, dict]:
+def timed_run(spec: str, tuples: Path, out: Path, concurrency: int) -> tuple[float, RunMeta]:
     options = RunOptions(concurrency=concurrency, llm=LLMSettings(max_connections=concurrency))
     start = time.perf_counter()
     result = evaluate(spec, tuples=tuples, out=out, options=options)
@@ -64,7 +65,7 @@ def local_throughput(questions: int, root: Path) -> str:
     start = time.perf_counter()
     result = evaluate("local", checks=["neg", "para"], limit=max(1, questions // 3), out=root / "local")
     elapsed = time.perf_counter() - start
-    n = result.meta["questions"]
+    n = result.meta.questions or 0
     return f"local_questions_per_s={n / elapsed:.3f} questions={n} wall_s={elapsed:.1f} (includes server start)"
 
 
@@ -82,15 +83,15 @@ def main() -> None:
         n_tuples = build_tuples(root / "tuples", args.per_check)
         with scripted_server(args.latency) as spec:
             wall, meta = timed_run(spec, root / "tuples", root / "cold", args.concurrency)
-            n = meta["questions"]
+            n, totals = meta.questions or 0, meta.totals or Totals()
             bound = n * args.latency / args.concurrency
             print(
                 f"questions={n} wall_s={wall:.2f} call_bound_s={bound:.2f} efficiency={bound / wall:.3f} "
-                f"tuples={n_tuples} calls={meta['totals']['calls']}"
+                f"tuples={n_tuples} calls={totals.calls}"
             )
             warm, meta = timed_run(spec, root / "tuples", root / "warm", args.concurrency)
-            totals = meta["totals"]
-            print(f"cached_rerun_wall_s={warm:.2f} cache_hits={totals['cache_hits']} calls={totals['calls']}")
+            totals = meta.totals or Totals()
+            print(f"cached_rerun_wall_s={warm:.2f} cache_hits={totals.cache_hits} calls={totals.calls}")
         print(local_throughput(args.local_questions, root))
 
 

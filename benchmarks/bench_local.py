@@ -94,7 +94,7 @@ def timed_evaluate(root: Path, name: str, spec: str, slots: int, checks: list[st
     n = max(len(calls), 1)
     return {
         "wall_s": wall,
-        "questions": result.meta["questions"],
+        "questions": result.meta.questions,
         "failed": len(result.failures),
         "probabilities": [r["forecast"]["prob"] for r in records if r.get("forecast")],
         "metadata": [r["forecast"].get("metadata") or {} for r in records if r.get("forecast")],

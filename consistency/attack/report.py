@@ -184,10 +184,12 @@ def write_outputs(search: Search, out: Path, summary: dict[str, Any]) -> list[Ev
         with atomic_write(out / layout.TUPLES_DIR / layout.forecast_file(check)) as fh:
             for e in items:
                 tup = {f: e.tuple[f] for f in check.field_names}
-                meta = dict(e.tuple.get("metadata") or {})
-                meta["attack"] = {"violation": e.violation, "family": e.family, "lineage": e.lineage, "round": e.round,
-                                  "forecasts": dict(zip(check.columns, e.probs or [], strict=False))}  # fmt: skip
-                fh.write(dump_line({**tup, "metadata": meta}))
+                metadata = dict(e.tuple.get("metadata") or {})
+                metadata["attack"] = {
+                    "violation": e.violation, "family": e.family, "lineage": e.lineage, "round": e.round,
+                    "forecasts": dict(zip(check.columns, e.probs or [], strict=False)),
+                }  # fmt: skip
+                fh.write(dump_line({**tup, "metadata": metadata}))
         with atomic_write(out / layout.FORECASTS_DIR / layout.forecast_file(check)) as fh:
             for i, e in enumerate(items):
                 line = {f: {"question": e.tuple[f], "forecast": (e.forecasts or {})[f]} for f in check.field_names}

@@ -42,8 +42,8 @@ def repair(
         bool | None,
         typer.Option(
             "--joint/--per-tuple",
-            help="One repaired value per question over every tuple that shares it (log: checks without conditional "
-            "fields), or each tuple on its own (default: joint for brier, per tuple for log).",
+            help="One repaired value per question over every tuple that shares it (log: yes/no checks), or each "
+            "tuple on its own (default: joint for brier, per tuple for log).",
             show_default=False,
         ),
     ] = None,

@@ -15,6 +15,7 @@ from ..llm import LLM, LLMSettings
 from ..llm.batch import BATCHES, BatchProgress, unfinished
 from ..llm.fatal import FatalError
 from ..models import ForecastingQuestion
+from ..store.meta import RunMeta, RunOptionsRecord
 from ..write_errors import fix_for
 from . import sessions
 from .rundir import TRANSCRIPT, RunDir, RunDirError, now
@@ -55,22 +56,14 @@ class RunOptions:
 
 def recorded_options(options: RunOptions) -> dict[str, Any]:
     """How a session runs, as ``run.json`` keeps it: a resume starts from what the last session used."""
-    return {
-        "llm": options.llm.model_dump(mode="json"),
-        "run_options": {"concurrency": options.concurrency, "timeout": options.timeout, "max_cost": options.max_cost},
-    }
+    run = RunOptionsRecord(concurrency=options.concurrency, timeout=options.timeout, max_cost=options.max_cost)
+    return {"llm": options.llm.model_dump(mode="json"), "run_options": run}
 
 
-def options_of(meta: dict[str, Any]) -> RunOptions:
+def options_of(meta: RunMeta) -> RunOptions:
     """The options ``run.json`` recorded (runs from before ``run_options`` was kept get the defaults)."""
-    run = meta.get("run_options") or {}
-    defaults = RunOptions()
-    return RunOptions(
-        concurrency=run.get("concurrency", defaults.concurrency),
-        timeout=run.get("timeout", defaults.timeout),
-        llm=LLMSettings.model_validate(meta.get("llm", {})),
-        max_cost=run.get("max_cost", defaults.max_cost),
-    )
+    run = (meta.run_options or RunOptionsRecord()).model_dump(exclude_unset=True)
+    return replace(RunOptions(**run), llm=LLMSettings.model_validate(meta.llm or {}))
 
 
 @dataclass
@@ -172,14 +165,14 @@ async def ask_all(
             run.close()
 
 
-def _client(options: RunOptions, opened: dict[str, Any], run: RunDir) -> LLM:
+def _client(options: RunOptions, opened: sessions.Sessions, run: RunDir) -> LLM:
     """The session's LLM client: with a spending cap, one that knows what earlier sessions spent."""
     where = {"transcript": run.path / TRANSCRIPT, "batches": run.path / BATCHES}
     if options.max_cost is None:
         return LLM(options.llm, **where)
     if options.llm.batch:
         log.warning("a spending cap cannot stop requests already sent in batches: the cap applies to direct calls")
-    spent = float((opened.get("totals") or {}).get("cost") or 0.0)
+    spent = float(opened.totals.cost or 0.0)
     return CappedLLM(options.llm, options.max_cost, spent, **where)
 
 
@@ -189,7 +182,7 @@ def drive(
     run: RunDir,
     options: RunOptions,
     finish: Callable[[dict[str, dict[str, Any]]], dict[str, Any]],
-) -> dict[str, Any]:
+) -> RunMeta:
     """Ask what is missing, then always ``finish(done)`` (write results, even after Ctrl-C or a
     failure) and record the outcome and this session's counts in ``run.json``; returns its final
     contents. Raises :class:`FatalError` (with ``run_dir`` set) after recording a ``failed`` run."""
@@ -200,11 +193,11 @@ def drive(
     tally = Tally(total=len(asks), done=answered_before)
     if options.on_start is not None:
         options.on_start(tally)
-    opened = sessions.begin(run.read(), run.path / TRANSCRIPT, run.journal)
+    opened = sessions.begin(run.meta(), run.path / TRANSCRIPT, run.journal)
     if not options.llm.batch and unfinished(run.path / BATCHES):
         log.warning("%s has batches still running: resuming in batch mode to collect them", run.path)
         options = replace(options, llm=options.llm.model_copy(update={"batch": True}))
-    run.update(**opened, status="running", questions=len(asks), stopped=None, **recorded_options(options))
+    run.update(**opened.changes(), status="running", questions=len(asks), stopped=None, **recorded_options(options))
     llm = _client(options, opened, run)
     llm.on_batch = options.on_batch
     status, fatal = "interrupted", None
@@ -244,10 +237,10 @@ def drive(
             if status == "complete":
                 run.rewrite_journal(canonical(done[a.key]) for a in asks if a.key in done)
             did["asked"] = did["answered"] + did["failed"]
-            closed = sessions.end(run.read(), llm.stats.as_dict(), status, did)
+            closed = sessions.end(run.meta(), llm.stats.as_dict(), status, did)
             failure = str(fatal) if fatal else ("every question failed" if status == "failed" else None)
             cap = stopped_record(llm, options.max_cost)
-            meta = run.update(**closed, status=status, ended=now(), failure=failure, stopped=cap, **extra)
+            meta = run.update(**closed.changes(), status=status, ended=now(), failure=failure, stopped=cap, **extra)
         except OSError as exc:
             stopped = stopped or exc
             status = "interrupted"

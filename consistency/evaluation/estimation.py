@@ -134,18 +134,16 @@ def estimate_resume(
     from .asking import question_key
     from .ground_truth import load_questions
     from .rundir import RunDir
-    from .runner import plan, reopen_run
+    from .runner import ConsistencyRecord, QuestionsRecord, plan, reopen_run
 
-    kind = RunDir(run_dir).read().get("kind", "consistency")
-    run, meta, loaded, options = reopen_run(run_dir, kind, forecaster, options)
-    if kind == "ground_truth":
-        items, _ = load_questions(meta["questions_file"], meta["limit"], meta["seed"])
+    if RunDir(run_dir).meta().kind == QuestionsRecord.kind:
+        run, questions, loaded, options = reopen_run(run_dir, QuestionsRecord, forecaster, options)
+        items, _ = load_questions(questions.questions_file, questions.limit, questions.seed)
         asks = [Ask(question_key(q), q) for q in items]
     else:
-        bench = meta["benchmark"]
-        asks, _ = plan(
-            load_benchmark(bench["tuples"], bench["checks"], bench["limit"], bench["seed"]), loaded.context_dependent
-        )
+        run, tuples, loaded, options = reopen_run(run_dir, ConsistencyRecord, forecaster, options)
+        bench = tuples.benchmark
+        asks, _ = plan(load_benchmark(bench.tuples, bench.checks, bench.limit, bench.seed), loaded.context_dependent)
     done = _answered(run.journal)
     pending = [a for a in asks if a.key not in done]
     found = estimate_asks(loaded, pending, options)

@@ -76,7 +76,7 @@ def failed_gates(
     """Why a finished run fails its gates, one sentence each (empty: it passes): more failed questions than
     ``fail_on_error``, no forecast at all, a ground-truth run with nothing resolved to score, or a mean
     violation over ``max_violation``. The run directory is written either way."""
-    record = result.record
+    record = result.meta
     failed, total = len(result.failures), record.questions or 0
     if fail_on_error is not None and too_many_failures(failed, total, checked_limit("--fail-on-error", fail_on_error)):
         return [f"{failed} failed question(s) exceed --fail-on-error {fail_on_error:g}"]

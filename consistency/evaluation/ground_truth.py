@@ -28,7 +28,7 @@ from ..store import layout
 from .asking import Ask, RunOptions, drive, question_key
 from .benchmark import check_sample, nothing_usable, sample_in_order
 from .rundir import RunDir
-from .runner import EvaluationResult, reopen_run, start_run, with_cap
+from .runner import EvaluationResult, QuestionsRecord, reopen_run, start_run, with_cap
 
 #: How a line that reuses another question's id is said (the first question is kept).
 REPEATED_ID = "repeats the id of line"
@@ -109,9 +109,9 @@ def resume_questions(
     options: RunOptions | None = None,
     max_cost: float | None = None,
 ) -> EvaluationResult:
-    run, meta, forecaster, options = reopen_run(run_dir, "ground_truth", forecaster, options)
+    run, recorded, forecaster, options = reopen_run(run_dir, QuestionsRecord, forecaster, options)
     options = with_cap(options, max_cost)
-    items, errors = load_questions(meta["questions_file"], meta["limit"], meta["seed"])
+    items, errors = load_questions(recorded.questions_file, recorded.limit, recorded.seed)
     return _run(forecaster, items, errors, run, options)
 
 

@@ -142,17 +142,17 @@ def _resume(
     from .ground_truth import resume_questions
     from .resuming import resume_options
     from .rundir import RunDir
-    from .runner import resume
+    from .runner import QuestionsRecord, resume
 
-    recorded = RunDir(resume_dir).read()
+    recorded = RunDir(resume_dir).meta()
     options, notices = resume_options(recorded, options, dataclasses.asdict(request), set(explicit), resume_dir)
     for notice in notices:
         say(notice)
     again = None  # a spec with a key in its URL was stored scrubbed: the caller gives it again
     spec = request.forecaster
-    if redact(spec) != spec and redact(spec) == recorded.get("forecaster_spec"):
-        again = load_forecaster(spec, recorded.get("forecaster_options"))
+    if redact(spec) != spec and redact(spec) == recorded.forecaster_spec:
+        again = load_forecaster(spec, recorded.forecaster_options)
     if dry_run:
         return Priced(estimate_resume(resume_dir, forecaster=again, options=options), options.max_cost)
-    finish = resume_questions if recorded.get("kind") == "ground_truth" else resume
+    finish = resume_questions if recorded.kind == QuestionsRecord.kind else resume
     return finish(resume_dir, forecaster=again, options=options)

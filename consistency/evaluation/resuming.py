@@ -19,6 +19,8 @@ from ..errors import InputError
 from ..forecasters.loading import parse_options
 from ..llm import LLMSettings
 from ..llm.secrets import redact
+from ..metrics.scoring import ScoreParams
+from ..store.meta import BenchmarkRecord, RunMeta
 from .asking import RunOptions, options_of
 
 #: Options that change how a resumed run's remaining calls are made: the run's recorded value is kept
@@ -55,20 +57,22 @@ FIXED = {
 }
 
 
-def recorded_fixed(meta: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+def recorded_fixed(meta: RunMeta, run_dir: Path) -> dict[str, Any]:
     """The values of :data:`FIXED` that the run's ``run.json`` (``meta``) recorded."""
-    bench, params = meta.get("benchmark") or {}, meta.get("parameters") or {}
+    bench = meta.benchmark or BenchmarkRecord()
+    params = meta.part("parameters", ScoreParams) if meta.parameters is not None else None  # ground truth: none
+    sampled = bench.model_fields_set  # a consistency run's sample is its benchmark's; a ground-truth run's its own
     return {
-        "forecaster": meta.get("forecaster_spec"),
-        "forecaster_option": meta.get("forecaster_options") or {},
-        "tuples": bench.get("tuples"),
-        "checks": bench.get("checks"),
-        "limit": bench.get("limit", meta.get("limit")),
-        "seed": bench.get("seed", meta.get("seed")),
-        "questions": meta.get("questions_file"),
+        "forecaster": meta.forecaster_spec,
+        "forecaster_option": meta.forecaster_options or {},
+        "tuples": bench.tuples,
+        "checks": bench.checks,
+        "limit": bench.limit if "limit" in sampled else meta.limit,
+        "seed": bench.seed if "seed" in sampled else meta.seed,
+        "questions": meta.questions_file,
         "out_dir": str(run_dir),
-        "epsilon": params.get("epsilon"),
-        "bootstrap": params.get("bootstrap"),
+        "epsilon": params.epsilon if params else None,
+        "bootstrap": params.bootstrap if params else None,
     }
 
 
@@ -94,14 +98,14 @@ def same(name: str, given: Any, recorded: Any) -> bool:
 
 
 def resume_options(
-    meta: dict[str, Any], options: RunOptions, given: dict[str, Any], explicit: set[str], run_dir: Path
+    meta: RunMeta, options: RunOptions, given: dict[str, Any], explicit: set[str], run_dir: Path
 ) -> tuple[RunOptions, list[str]]:
     """The options to finish the run with, and one sentence per recorded option replaced.
 
     ``given``: the values of :data:`FIXED` as the caller has them; ``explicit``: the names (of :data:`FIXED`
     and :data:`TUNABLE`) the caller set on purpose rather than left at their defaults. The recorded options
-    are kept except those in ``explicit``; one in :data:`FIXED` that differs from the record is refused."""
-
+    are kept except those in ``explicit``; one in :data:`FIXED` that differs from the record is refused.
+    ``meta``: the run's record (:meth:`~.rundir.RunDir.meta`)."""
     recorded = recorded_fixed(meta, run_dir)
     for name, flag in FIXED.items():
         if name in explicit and not same(name, given[name], recorded[name]):

@@ -23,7 +23,7 @@ from .. import __version__
 from ..errors import InputError
 from ..jsonl import AppendLog, atomic_write, dump_line, write_json
 from ..store.layout import JOURNAL, LOCK_FILE, RUN_FILE, TRANSCRIPT
-from ..store.meta import read_run_meta
+from ..store.meta import RunMeta, read_run_meta, run_meta_of
 from ..store.outputs import no_links_inside, output_dir
 
 __all__ = ["JOURNAL", "LOCK_FILE", "RUN_FILE", "TRANSCRIPT", "RunDir", "RunDirError", "git_commit", "now"]
@@ -99,7 +99,9 @@ class RunDir:
     def run_file(self) -> Path:
         return self.path / RUN_FILE
 
-    def create(self, meta: dict[str, Any]) -> None:
+    def create(self, **fields: Any) -> None:
+        """Own the (new, empty) directory and write its first ``run.json``: ``fields`` after the version,
+        commit, status and start time, each checked by :class:`~consistency.store.meta.RunMeta`."""
         self.acquire()
         if self.run_file.exists():
             self.release()
@@ -107,42 +109,38 @@ class RunDir:
         if any(p.name != LOCK_FILE for p in self.path.iterdir()):
             self.release()
             raise RunDirError(f"{self.path} exists and is not empty; choose another --out")
-        meta = {
-            "consistency_version": __version__,
-            "git_commit": git_commit(),
-            "status": "running",
-            "started": now(),
-            **meta,
-        }
-        write_json(self.run_file, meta)
+        first = {"consistency_version": __version__, "git_commit": git_commit(), "status": "running", "started": now()}
+        write_json(self.run_file, _record({}, first | fields))
 
     def _taken(self) -> str:
         """Why a new run cannot go into this directory, and what to do instead: a complete run is done (its
         results can be scored again or drawn), any other is finished with ``--resume``."""
         try:
-            meta = self.read()
+            meta = self.meta()
         except RunDirError:
-            meta = {}
+            meta = RunMeta()
         p = self.path
-        if meta.get("status") != "complete":
-            return f"{p} already holds a run ({meta.get('status', 'unreadable')}); finish it with --resume {p}"
-        failed = meta.get("failed_questions") or 0
+        if meta.status != "complete":
+            return f"{p} already holds a run ({meta.status or 'unreadable'}); finish it with --resume {p}"
+        failed = meta.failed_questions or 0
         retry = f"; ask its {failed} failed question(s) again with cc evaluate --resume {p}" if failed else ""
-        again = "" if meta.get("kind") == "ground_truth" else f"score it again with cc score {p}, "
+        again = "" if meta.kind == "ground_truth" else f"score it again with cc score {p}, "
         return (
-            f"{p} already holds a complete run (ended {meta.get('ended', '?')}){retry}; {again}draw it with "
+            f"{p} already holds a complete run (ended {meta.ended or '?'}){retry}; {again}draw it with "
             f"cc report {p}, or give another --out for a new run"
         )
 
-    def read(self) -> dict[str, Any]:
-        """``run.json`` as a dict, checked by :func:`~consistency.store.meta.read_run_meta` (a damaged record
-        is a :class:`~consistency.store.meta.RunMetaError` naming the field)."""
-        return read_run_meta(self.path).to_dict()
+    def meta(self) -> RunMeta:
+        """``run.json``, checked by :func:`~consistency.store.meta.read_run_meta` (a damaged record is a
+        :class:`~consistency.store.meta.RunMetaError` naming the field)."""
+        return read_run_meta(self.path)
 
-    def update(self, **changes: Any) -> dict[str, Any]:
-        meta = self.read() | changes
-        write_json(self.run_file, meta)
-        return meta
+    def update(self, **changes: Any) -> RunMeta:
+        """Write ``changes`` (fields of :class:`~consistency.store.meta.RunMeta`, typed or plain, checked
+        before anything is written) into ``run.json``; returns the record as written."""
+        data = _record(self.meta().to_dict(), changes)
+        write_json(self.run_file, data)
+        return run_meta_of(data, self.run_file)
 
     # ----------------------------------------------------------------- journal
     @property
@@ -175,3 +173,10 @@ class RunDir:
         with atomic_write(self.journal) as fh:
             for record in records:
                 fh.write(dump_line(record))
+
+
+def _record(recorded: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``recorded`` with ``changes`` checked as :class:`~consistency.store.meta.RunMeta` fields and laid over it:
+    existing keys keep their place, new ones follow in the order given (so the file reads as it always has)."""
+    checked = run_meta_of(changes).to_dict()
+    return recorded | {key: checked[key] for key in changes}

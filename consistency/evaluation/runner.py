@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -23,7 +22,7 @@ from ..models import ForecastEntry, ForecastingQuestion
 from ..outcomes import TupleShapeError, forecast_row
 from ..paths import new_run_dir
 from ..store import layout
-from ..store.meta import RunMeta, run_meta_of
+from ..store.meta import ForecasterRecord, RunMeta
 from .asking import Ask, RunOptions, drive, occurrence_key, options_of, question_key
 from .benchmark import TupleSet, fingerprint, load_benchmark
 from .rundir import RunDir, RunDirError
@@ -35,15 +34,15 @@ log = logging.getLogger(__name__)
 @dataclass
 class EvaluationResult:
     run_dir: Path
-    report: ScoreReport | None  # None for ground-truth runs (their scores are in meta["summary"])
+    report: ScoreReport | None  # None for ground-truth runs (their scores are in meta.summary)
     failures: list[dict[str, Any]]
-    meta: dict[str, Any]
+    meta: RunMeta  # run.json as written at the end
     skipped: list[LineError] = field(default_factory=list)  # input lines that could not be used
 
-    @cached_property
+    @property
     def record(self) -> RunMeta:
-        """:attr:`meta` as the store's typed run record (what readers use instead of its keys)."""
-        return run_meta_of(self.meta, self.run_dir / layout.RUN_FILE)
+        """:attr:`meta` (the name the command line reads it by)."""
+        return self.meta
 
 
 def start_run(
@@ -54,19 +53,18 @@ def start_run(
     options: RunOptions,
     meta: dict[str, Any],
 ) -> tuple[Forecaster, RunDir]:
-    """Build the forecaster and create its run directory, recording how to rebuild both on resume."""
+    """Build the forecaster and create its run directory, recording how to rebuild both on resume (``meta``:
+    the kind's own fields of :class:`~consistency.store.meta.RunMeta`)."""
     loaded = load_forecaster(forecaster, forecaster_options)
     check_keys(loaded.config())
     spec = forecaster if isinstance(forecaster, str) else _spec_of(loaded)
     run = RunDir(out or new_run_dir(f"{loaded.label}_{name}"))
     run.create(
-        {
-            "forecaster": loaded.describe(),
-            "forecaster_spec": redact(spec),
-            "forecaster_options": {k: redact(str(v)) for k, v in (forecaster_options or {}).items()},
-            **meta,
-            "llm": options.llm.model_dump(mode="json"),
-        }
+        forecaster=loaded.describe(),
+        forecaster_spec=redact(spec),
+        forecaster_options={k: redact(str(v)) for k, v in (forecaster_options or {}).items()},
+        **meta,
+        llm=options.llm.model_dump(mode="json"),
     )
     return loaded, run
 
@@ -118,34 +116,36 @@ def check_keys(config: Any) -> None:
 
 
 def reopen_run(
-    run_dir: str | Path, kind: str, forecaster: Forecaster | None, options: RunOptions | None
-) -> tuple[RunDir, dict[str, Any], Forecaster, RunOptions]:
-    """The run directory, its recorded configuration, and the forecaster and options to finish it with."""
+    run_dir: str | Path, record: type[R], forecaster: Forecaster | None, options: RunOptions | None
+) -> tuple[RunDir, R, Forecaster, RunOptions]:
+    """The run directory, its recorded configuration (checked as ``record``: what a resume of its kind needs),
+    and the forecaster and options to finish it with."""
     run = RunDir(run_dir)
-    meta = run.read()
-    if meta.get("kind") != kind:
-        raise RunDirError(f"{run_dir}: not a {kind} run (kind {meta.get('kind')!r})")
-    _check_recorded(run, meta, kind)
+    meta = run.meta()
+    if meta.kind != record.kind:
+        raise RunDirError(f"{run_dir}: not a {record.kind} run (kind {meta.kind!r})")
+    recorded = _check_recorded(run, meta, record)
     if forecaster is None:  # CLI runs recorded their -F options; library runs their constructor's arguments
-        if "[redacted]" in meta["forecaster_spec"]:
+        if "[redacted]" in recorded.forecaster_spec:
             raise RunDirError(
-                f"{run_dir}: the forecaster spec held a key, which is never stored ({meta['forecaster_spec']}); "
+                f"{run_dir}: the forecaster spec held a key, which is never stored ({recorded.forecaster_spec}); "
                 "resume with the same spec again: --resume DIR -f SPEC"
             )
-        recorded = meta.get("forecaster_options") or meta["forecaster"].get("full_forecaster_config")
-        forecaster = load_recorded(meta["forecaster_spec"], recorded, meta["forecaster"].get("forecaster_class"))
+        config = meta.forecaster_options or recorded.forecaster.full_forecaster_config
+        forecaster = load_recorded(recorded.forecaster_spec, config, recorded.forecaster.forecaster_class)
     options = options or options_of(meta)
-    return run, meta, forecaster, options
+    return run, recorded, forecaster, options
 
 
-class _Recorded(BaseModel):
+class Recorded(BaseModel):
     """What ``run.json`` must hold, of the right types, for a run to be resumed."""
 
+    kind: ClassVar[str]
     forecaster_spec: str
-    forecaster: dict[str, Any]
+    forecaster: ForecasterRecord
 
 
-class _Benchmark(BaseModel):
+class RecordedBenchmark(BaseModel):
     tuples: str | None
     checks: list[str] | None
     limit: int | None
@@ -153,21 +153,30 @@ class _Benchmark(BaseModel):
     fingerprint: str
 
 
-class _ConsistencyRun(_Recorded):
-    benchmark: _Benchmark
-    parameters: dict[str, Any]
+class ConsistencyRecord(Recorded):
+    """A consistency run's record, as a resume needs it."""
+
+    kind: ClassVar[str] = "consistency"
+    benchmark: RecordedBenchmark
+    parameters: ScoreParams
 
 
-class _QuestionsRun(_Recorded):
+class QuestionsRecord(Recorded):
+    """A ground-truth run's record, as a resume needs it."""
+
+    kind: ClassVar[str] = "ground_truth"
     questions_file: str
     limit: int | None
     seed: int
 
 
-def _check_recorded(run: RunDir, meta: dict[str, Any], kind: str) -> None:
+R = TypeVar("R", bound=Recorded)
+
+
+def _check_recorded(run: RunDir, meta: RunMeta, record: type[R]) -> R:
     """One sentence for a ``run.json`` edited or damaged into values a resume cannot use (``"limit": "abc"``)."""
     try:
-        (_ConsistencyRun if kind == "consistency" else _QuestionsRun).model_validate(meta)
+        return record.model_validate(meta.to_dict())
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -216,7 +225,7 @@ def evaluate(
     """Evaluate a forecaster on a consistency benchmark (default: the bundled one).
 
     ``max_cost`` (USD, or ``options.max_cost``): once the run's recorded spend reaches it, no new model call is
-    made; the run ends ``interrupted`` (``meta["stopped"]`` says why) and :func:`resume` with a higher cap goes
+    made; the run ends ``interrupted`` (``meta.stopped`` says why) and :func:`resume` with a higher cap goes
     on. Calls in flight at that moment are answered and paid for (see :mod:`.spending`)."""
     sets = load_benchmark(tuples, checks, limit, seed)
     params = params or ScoreParams()
@@ -252,27 +261,26 @@ def resume(
 ) -> EvaluationResult:
     """Finish an interrupted run: forecasts already journaled are not asked again. The run's recorded spending
     cap holds unless ``max_cost`` (or ``options``) gives another."""
-    run, meta, forecaster, options = reopen_run(run_dir, "consistency", forecaster, options)
+    run, recorded, forecaster, options = reopen_run(run_dir, ConsistencyRecord, forecaster, options)
     options = with_cap(options, max_cost)
-    bench = meta["benchmark"]
-    sets = load_benchmark(bench["tuples"], bench["checks"], bench["limit"], bench["seed"])
-    if fingerprint(sets) != bench["fingerprint"]:
-        raise RunDirError(
-            f"{run_dir}: the tuples at {bench['tuples'] or 'the bundled benchmark'} changed since the run began"
-        )
-    return _run(forecaster, sets, run, ScoreParams.model_validate(meta["parameters"]), options)
+    bench = recorded.benchmark
+    sets = load_benchmark(bench.tuples, bench.checks, bench.limit, bench.seed)
+    if fingerprint(sets) != bench.fingerprint:
+        where = bench.tuples or "the bundled benchmark"
+        raise RunDirError(f"{run_dir}: the tuples at {where} changed since the run began")
+    return _run(forecaster, sets, run, recorded.parameters, options)
 
 
 def _run(
     forecaster: Forecaster, sets: list[TupleSet], run: RunDir, params: ScoreParams, options: RunOptions
 ) -> EvaluationResult:
     asks, keys = plan(sets, forecaster.context_dependent)
-    meta = run.read()
+    meta = run.meta()
     written: dict[str, Any] = {}
 
     def finish(done: dict[str, dict[str, Any]]) -> dict[str, Any]:
         files = [_score_set(run.path, ts, set_keys, done, params) for ts, set_keys in zip(sets, keys, strict=True)]
-        report = ScoreReport(files, params, [meta["benchmark"]["tuples"] or "bundled benchmark"])
+        report = ScoreReport(files, params, [(meta.benchmark and meta.benchmark.tuples) or "bundled benchmark"])
         failures = [
             {"key": a.key, "question_id": a.question.id, "title": a.question.title, "error": done[a.key]["error"]}
             for a in asks
@@ -280,7 +288,7 @@ def _run(
         ]
         unasked = sum(a.key not in done for a in asks)
         summary = report.summary(timestamp=False) | {
-            "forecaster": meta["forecaster"],
+            "forecaster": meta.forecaster.model_dump(exclude_unset=True) if meta.forecaster else None,
             "questions": {"total": len(asks), "answered": len(asks) - len(failures) - unasked, "failed": len(failures)},
             "failures": failures,
         }

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from ..forecasters.base import CallsStopped
 from ..llm import LLM, LLMResult, LLMSettings
+from ..store.meta import StopRecord
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,8 @@ class CappedLLM(LLM):
         return super()._over_budget()
 
 
-def stopped_record(llm: LLM, max_cost: float | None) -> dict[str, Any] | None:
+def stopped_record(llm: LLM, max_cost: float | None) -> StopRecord | None:
     """What ``run.json`` keeps when the cap stopped the session (None when it did not)."""
     if not isinstance(llm, CappedLLM) or not llm.cap_reached:
         return None
-    return {"reason": "max_cost", "max_cost": max_cost, "spent": round(llm.spent, 6)}
+    return StopRecord(reason="max_cost", max_cost=max_cost, spent=round(llm.spent, 6))

@@ -134,7 +134,11 @@ def _body(p: _Prepared, rest: str, due: str, day: str | None) -> str:
     )
 
 
-def _metadata(q: SetQuestion, qset: QuestionSet, key: RowKey, p: _Prepared) -> dict[str, Any]:
+def _metadata(
+    q: SetQuestion, qset: QuestionSet, key: RowKey, p: _Prepared, combination_of: list[str] | None = None
+) -> dict[str, Any]:
+    """A question's ``metadata``: its source as category, its ForecastBench row (with the ids of the two questions
+    a combination is made of), and a market's value at the freeze date when it is a forecast of it."""
     fb: dict[str, Any] = {
         "id": key.fb_id,
         "source": q.source,
@@ -145,10 +149,12 @@ def _metadata(q: SetQuestion, qset: QuestionSet, key: RowKey, p: _Prepared) -> d
         "direction": list(key.direction) if key.direction else None,
         **p.kept,
     }
-    meta: dict[str, Any] = {"category": q.source, "forecastbench": fb}
+    if combination_of is not None:
+        fb["combination_of"] = combination_of
     if p.crowd is not None and not key.combination and 0.0 <= p.crowd <= 1.0:
-        meta["market_prob"] = p.crowd  # the market at the freeze date, before the due date: a forecast
-    return meta
+        # the market at the freeze date, before the due date: a forecast
+        return {"category": q.source, "forecastbench": fb, "market_prob": p.crowd}
+    return {"category": q.source, "forecastbench": fb}
 
 
 def _single(
@@ -180,8 +186,6 @@ def _combination(
     for name, direction in DIRECTIONS.items():
         key = RowKey(qset.due, q.source, tuple(str(i) for i in q.id), day, direction)
         title, body = render_field(COMBINATION.formulas[name], bases)
-        meta = _metadata(q, qset, key, prepared)
-        meta["forecastbench"]["combination_of"] = [b.id for b in bases.values()]
         out.append(
             ForecastingQuestion(
                 id=question_id(key),
@@ -192,7 +196,7 @@ def _combination(
                 else max((b.resolution_date for b in bases.values() if b.resolution_date), default=None),
                 created_date=_day_time(qset.due),
                 data_source=f"forecastbench/{q.source}",
-                metadata=meta,
+                metadata=_metadata(q, qset, key, prepared, [b.id for b in bases.values()]),
             )
         )
     return out, bases

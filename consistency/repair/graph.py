@@ -26,13 +26,13 @@ questions that resolve in every world.
 The QP's constraints and the Clarabel call live in :mod:`.qp`; ``CC_REPAIR_SOLVER=newton`` solves it
 with the earlier warm-started solver of :mod:`.active_set` (see :class:`_Inner`).
 
-Log geometry (binary checks): the repair is the KL (Bregman) projection of the forecasts (clipped as the
+Log geometry (yes/no checks): the repair is the KL (Bregman) projection of the forecasts (clipped as the
 log score clips them) onto the same intersection, ``min Σ_i KL(q_i ‖ p_i)``, solved by the same augmented
 Lagrangian with the KL objective. The log loss of forecast x in world ω is ``KL(ω ‖ x)``, so the
 generalised Pythagorean inequality of Bregman projections onto a convex set gives, in every joint
 world consistent with all tuples, ``logloss(p, ω) - logloss(q, ω) >= Σ_i KL(q_i ‖ p_i)``: ``moved`` and
 ``guaranteed`` are that sum, in nats. On tuples sharing no question it is each tuple's arbitrage prices
-(the per-tuple log repair). Checks with conditional fields are refused in this geometry.
+(the per-tuple log repair). With conditional fields: the graph's arbitrage prices (:mod:`.log_graph` says why).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from ..checks.categorical import columns_check
 from ..checks.check import NONE, Check
 from ..errors import RunFailed
 from ..metrics.arbitrage import clip_forecasts
+from . import log_graph
 from .active_set import solve_newton
 from .augmented import FEAS_TOL, AugmentedLagrangian, LocalBlock, Solution
 from .categorical import MAX_HULL_WORLDS
@@ -130,13 +131,6 @@ def repair_graph(
         )
     blocks = [(columns_check(c), idx) for c, idx in blocks]
     if score == "log":
-        conditional_checks = sorted({c.name for c, idx in blocks if len(idx) and (c.worlds == NONE).any()})
-        if conditional_checks:
-            raise ValueError(
-                "joint log repair is not supported for checks with conditional fields "
-                f"({', '.join(conditional_checks)}): repair tuple by tuple with the log score (the arbitrage "
-                "prices), or jointly with the Brier score"
-            )
         p = clip_forecasts(p)  # as the log score and the per-tuple log repair clip them
     M = len(p)
     checked: list[tuple[Check, np.ndarray]] = []
@@ -151,28 +145,32 @@ def repair_graph(
     conflicts: list[ConflictingTuples] = []
     while True:
         try:
-            q, status, iterations, conditional, residual, worlds = _solve_kept(checked, keep, p, score)
+            q, status, iterations, conditional, residual, worlds, resolves = _solve_kept(checked, keep, p, score)
             break
         except _Unsolved as exc:
-            conflict = _explain(checked, keep, exc)
+            conflict = _explain(checked, keep, exc, score)
             if not skip_conflicts:
                 raise conflict from None
             conflicts.append(conflict)
             for b, r in conflict.tuples:
                 keep[b][r] = False
             log.info("joint repair: %s; left out", conflict)
+    weights = np.ones(M) if resolves is None else resolves[0]  # log, conditional fields: each question's r_i
+    change = weights * divergence(p, q, score)
     per_block = []
     for check, idx in checked:
         pb, qb = p[idx], q[idx]
-        moved = divergence(pb, qb, score).sum(axis=1)
         gain = guaranteed_improvement(check, pb, qb, score) if len(pb) else np.zeros(0)
-        per_block.append(TupleRepair(qb, moved, gain, iterations))
-    change = divergence(p, q, score)
+        per_block.append(TupleRepair(qb, change[idx].sum(axis=1), gain, iterations))
+    if resolves is None:
+        guaranteed = float(change[~conditional].sum())
+    else:  # the arbitrage's certified guarantee at the prices returned, and the KL moved on yes/no components
+        guaranteed = resolves[3] + float(change[~resolves[2]].sum())
     return GraphRepair(
         repaired=q,
-        moved=float(change.sum()),
+        moved=float(change.sum()) if resolves is None else resolves[1] + float(change[~resolves[2]].sum()),
         per_block=per_block,
-        guaranteed=float(change[~conditional].sum()),
+        guaranteed=guaranteed,
         status=status,
         iterations=iterations,
         seconds=time.perf_counter() - start,
@@ -195,9 +193,10 @@ def divergence(p: np.ndarray, q: np.ndarray, score: Score) -> np.ndarray:
 
 def _solve_kept(
     checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], p: np.ndarray, score: Score = "brier"
-) -> tuple[np.ndarray, str, int, np.ndarray, float, str]:
-    """(q, status, outer iterations, conditional questions, residual, worlds) over the kept rows; raises
-    :class:`_Unsolved`.
+) -> tuple[np.ndarray, str, int, np.ndarray, float, str, tuple | None]:
+    """(q, status, outer iterations, conditional questions, residual, worlds, resolves) over the kept rows
+    (``resolves``: with conditional fields, the log repair's r_i, V, the questions it covers and its guarantee);
+    raises :class:`_Unsolved`.
 
     Connected components (tuples linked by shared questions) are repaired independently: in parallel
     processes when at least two are large (:func:`_run_components`)."""
@@ -205,7 +204,7 @@ def _solve_kept(
     kept = [(check, idx[rows], np.flatnonzero(rows)) for (check, idx), rows in zip(checked, keep, strict=True)]
     conditional = _conditional_questions([Block(c, i, 0, np.asarray(c.worlds)) for c, i, _ in kept], M)
     if not any(len(i) for _, i, _ in kept):  # nothing constrains the forecasts
-        return p.copy(), "Solved", 0, conditional, 0.0, "found"
+        return p.copy(), "Solved", 0, conditional, 0.0, "found", None
     labels, count = components([i for _, i, _ in kept], M)
     jobs = []
     for label in range(count):
@@ -219,19 +218,23 @@ def _solve_kept(
         local = [(check, np.searchsorted(used, idx)) for check, idx in blocks]
         jobs.append((local, used, rows))
     q = p.copy()
-    statuses, iterations, residual, worlds = [], 0, 0.0, "found"
+    statuses, iterations, residual, worlds, resolves = [], 0, 0.0, "found", None
     outcomes = _run_components([(lb, p[u], score) for lb, u, _ in jobs])
     for (_, used, rows), outcome in zip(jobs, outcomes, strict=True):
         if isinstance(outcome, _Unsolved):
             tuples = [(b, int(rows[b][r])) for b, r in outcome.candidates] if outcome.candidates else None
             raise _Unsolved(outcome.status, None, tuples, kind=outcome.kind)
-        q[used], status, its, res, found = outcome
+        q[used], status, its, res, arbitrage, found = outcome
+        if arbitrage is not None:  # (r_i, V) of the log repair with conditional fields
+            resolves = (np.ones(M), 0.0, np.zeros(M, dtype=bool), 0.0) if resolves is None else resolves
+            resolves[0][used], resolves[2][used] = arbitrage[0], True
+            resolves = (resolves[0], resolves[1] + arbitrage[1], resolves[2], resolves[3] + arbitrage[2])
         worlds = "unknown" if "unknown" in (worlds, found) else found
         statuses.append(status)
         iterations = max(iterations, its)
         residual = max(residual, res)
     worst = next((st for st in statuses if st != "Solved"), "Solved")
-    return q, worst, iterations, conditional, residual, worlds
+    return q, worst, iterations, conditional, residual, worlds, resolves
 
 
 def components(idx: list[np.ndarray], M: int) -> tuple[list[np.ndarray], int]:
@@ -270,6 +273,8 @@ def _solve_component(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray, scor
 
 def _solve_component_qp(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray, score: Score):
     M = len(p)
+    if score == "log" and any((check.worlds == NONE).any() for check, idx in blocks if len(idx)):
+        return _solve_log_conditional(blocks, p)
     if score == "log":
         return _solve_log(blocks, p)
     parts: list[Block] = []
@@ -279,7 +284,7 @@ def _solve_component_qp(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray, s
         parts.append(part)
         offset += part.size
     try:
-        return _solve(parts, p, _conditional_questions(parts, M))
+        return (*_solve(parts, p, _conditional_questions(parts, M)), None)
     except _Unsolved as exc:
         pairs = [(b, r) for b, (_, idx) in enumerate(blocks) for r in range(len(idx))]
         if exc.involved is not None and exc.involved.any():
@@ -324,7 +329,7 @@ def _solve_log(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray):
         x, status = solve_kl_clarabel(system, p)
         if status != "Solved":
             return _Unsolved(status, None, [(b, r) for b, (_, idx) in enumerate(blocks) for r in range(len(idx))])
-        return np.clip(x[: len(p)], 0.0, 1.0), status, 1, 0.0
+        return np.clip(x[: len(p)], 0.0, 1.0), status, 1, 0.0, None
     local = [LocalBlock(idx.astype(np.int64), worlds=check.worlds.astype(float)) for check, idx in blocks if len(idx)]
     solution = AugmentedLagrangian(local, p, objective="log").solve()
     log.info(
@@ -337,7 +342,17 @@ def _solve_log(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray):
     if not solution.converged:
         pairs = [(b, r) for b, (_, idx) in enumerate(blocks) for r in range(len(idx))]
         return _Unsolved("the KL projection did not converge", None, pairs)
-    return np.clip(solution.q, 0.0, 1.0), "Solved", 1, 0.0
+    return np.clip(solution.q, 0.0, 1.0), "Solved", 1, 0.0, None
+
+
+def _solve_log_conditional(blocks: list[tuple[Check, np.ndarray]], p: np.ndarray):
+    """The joint log repair with conditional fields: the graph's arbitrage prices (:mod:`.log_graph`)."""
+    try:
+        solution = log_graph.solve(blocks, p)
+    except (log_graph.Infeasible, RuntimeError) as exc:
+        return _Unsolved(str(exc), None, [(b, r) for b, (_, idx) in enumerate(blocks) for r in range(len(idx))])
+    log.info("joint log repair with conditional fields: %s, arbitrage profit %.6g", solution.status, solution.value)
+    return solution.q, solution.status, 1, 0.0, (solution.resolves, solution.value, solution.guaranteed)
 
 
 class _Unsolved(RunFailed):
@@ -354,14 +369,16 @@ class _Unsolved(RunFailed):
         return self.status
 
 
-def _explain(checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], exc: _Unsolved) -> ConflictingTuples:
+def _explain(
+    checked: list[tuple[Check, np.ndarray]], keep: list[np.ndarray], exc: _Unsolved, score: Score = "brier"
+) -> ConflictingTuples:
     """The conflict behind an unsolved QP, or :class:`RepairFailed` when the tuples do not conflict."""
     kept = [(b, int(r)) for b, rows in enumerate(keep) for r in np.flatnonzero(rows)]
     candidates = exc.candidates or kept
     if exc.kind == "no_world":
         return world_conflict(checked, candidates)
     conditional = any((check.worlds == NONE).any() for check, _ in checked)
-    repairs = _repairs if conditional else None
+    repairs = (log_graph.feasible if score == "log" else _repairs) if conditional else None
     conflict = find_conflict(checked, candidates, exc.status, repairs)
     if conflict is None and candidates is not kept:
         conflict = find_conflict(checked, kept, exc.status, repairs)

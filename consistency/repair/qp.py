@@ -264,3 +264,47 @@ class _Rows:
 
     def owners(self) -> np.ndarray:
         return np.concatenate(self.owner) if self.owner else np.zeros(0, dtype=np.intp)
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """How far ``(x, z)`` is from satisfying the QP's KKT conditions (sup norms): the constraints (``primal``),
+    stationarity ``x - p + Aᵀz = 0`` (``dual``), the signs of the inequality multipliers (``sign``) and
+    complementary slackness ``z_in (b_in - A_in x) = 0`` (``gap``)."""
+
+    primal: float
+    dual: float
+    sign: float
+    gap: float
+    total_gap: float = 0.0  # Σ |z_in (b_in - A_in x)|: with the rest ~0, ½||x - x*||² is at most about this
+
+    @property
+    def worst(self) -> float:
+        return max(self.primal, self.dual, self.sign, self.gap)
+
+    @property
+    def distance_bound(self) -> float:
+        """How far the solution can be from the exact one: ½||x - x*||² is at most the duality gap (the objective
+        is 1-strongly convex in the questions), here the total complementarity, the other residuals being ~0."""
+        return float(np.sqrt(2.0 * self.total_gap))
+
+    def __str__(self) -> str:
+        return (
+            f"kkt={self.worst:.1e} (primal {self.primal:.1e} dual {self.dual:.1e} sign {self.sign:.1e} "
+            f"gap {self.gap:.1e} total_gap {self.total_gap:.1e}) within={self.distance_bound:.1e}"
+        )
+
+
+def kkt_residuals(system: System, p: np.ndarray, x: np.ndarray, z: np.ndarray) -> Residuals:
+    """The KKT residuals of a solution of :func:`build`'s QP with multipliers ``z`` (equalities first, Clarabel's
+    convention): what makes a solver's answer a reference, whatever its status says."""
+    n_eq = system.A_eq.shape[0]
+    z_eq, z_in = z[:n_eq], z[n_eq:]
+    slack = system.b_in - system.A_in @ x
+    primal = max(float(np.abs(system.A_eq @ x - system.b_eq).max(initial=0.0)), float((-slack).max(initial=0.0)))
+    stationarity = system.A_eq.T @ z_eq + system.A_in.T @ z_in
+    stationarity[: len(p)] += x[: len(p)] - p
+    sign = float((-z_in).max(initial=0.0))
+    products = np.abs(z_in * slack)
+    dual = float(np.abs(stationarity).max(initial=0.0))
+    return Residuals(primal, dual, sign, float(products.max(initial=0.0)), float(products.sum()))

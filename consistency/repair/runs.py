@@ -14,14 +14,14 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import __version__
-from ..checks.check import NONE, Check
+from ..checks.check import Check
 from ..evaluation.scoring import ScoredFile, ScoreReport, write_stats
 from ..jsonl import atomic_write, dump_line, iter_json_lines, write_json
 from ..locking import try_lock
@@ -97,6 +97,21 @@ def repair_run(
     return repaired.report
 
 
+@dataclass
+class _Solved:
+    """The repair's numbers before the report: per check its tuples' repair (None: no rows), the repaired value of
+    every question, the totals, and what the joint repair's solver said."""
+
+    per_check: list
+    after_q: np.ndarray
+    moved: float
+    guaranteed: float
+    status: str | None = None
+    iterations: int | None = None
+    worlds: str | None = None
+    left_out: list[ConflictTuple] = field(default_factory=list)
+
+
 def repair_forecasts(
     path: str | Path | ForecastGraph,
     score: Score = "brier",
@@ -109,54 +124,90 @@ def repair_forecasts(
     if score not in SCORES:
         raise RepairInputError(f"unknown score {score!r}; choose brier or log")
     graph = path if isinstance(path, ForecastGraph) else read_graph(path, resolutions)
-    start = graph.start()
-    outcome = graph.outcome()
-    used = [c for c in graph.checks if c.rows]
     begun = time.perf_counter()
-    status = iterations = worlds = None
-    left_out: list[ConflictTuple] = []
-    if joint:
-        conditional = sorted({c.check.name for c in used if (c.check.worlds == NONE).any()})
-        if score == "log" and conditional:
-            raise RepairInputError(
-                f"a joint log repair covers checks without conditional fields, and these have them: "
-                f"{', '.join(conditional)}; repair with the log score tuple by tuple (--per-tuple), or jointly "
-                "with the Brier score"
-            )
-        categorical = sorted({c.check.name for c in used if c.check.categorical})
-        if score == "log" and categorical:
-            raise RepairInputError(
-                f"a joint log repair covers yes/no checks, and these have multiple-choice or numeric fields: "
-                f"{', '.join(categorical)}; repair with the log score tuple by tuple (--per-tuple), or jointly with "
-                "the Brier score"
-            )
-        alone = _alone(used, graph.n_questions)
-        joined = [c for c in used if not any(c is a for a in alone)]
-        try:
-            result = repair_graph([(c.check, c.idx) for c in joined], start, score, skip_conflicts=skip_conflicts)
-        except ConflictingTuples as exc:
-            raise ConflictingForecasts(exc, _describe(graph, joined, exc.tuples)) from None
-        for number, conflict in enumerate(result.conflicts):
-            left_out += _describe(graph, joined, conflict.tuples, number)
-        worlds = result.worlds
-        blocks = dict(zip([id(c) for c in joined], result.per_block, strict=True))
-        status, iterations = result.status, result.iterations
-        after_q = result.repaired.copy()
-        total_moved, total_guaranteed = float(result.moved), float(result.guaranteed)
-        for c in alone:  # components of one tuple each: the per-tuple repair is their joint repair
-            own = blocks[id(c)] = repair_tuples(c.check, c.probs, score)
-            after_q[c.idx.ravel()] = own.repaired.ravel()
-            total_moved += float(own.moved.sum())
-            total_guaranteed += float(own.guaranteed.sum())
-        per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
-    else:
-        per_check = [repair_tuples(c.check, c.probs, score) if c.rows else None for c in graph.checks]
-        after_q = _question_means(graph, per_check)
-        total_moved = float(sum(float(r.moved.sum()) for r in per_check if r is not None))
-        total_guaranteed = float(sum(float(r.guaranteed.sum()) for r in per_check if r is not None))
+    start = graph.start()
+    solved = _repair_joint(graph, start, score, skip_conflicts) if joint else _repair_each(graph, score)
     seconds = time.perf_counter() - begun
+    outcome = graph.outcome()
+    probs, rows, forecast_sums, excluded = _check_rows(graph, solved.per_check, outcome)
+    question_sums = _question_sums(graph, start, solved.after_q, outcome, excluded)
+    scored = [r for r in rows if r.violation_before is not None]
+    report = RepairReport(
+        source=str(graph.source),
+        score=score,
+        joint=joint,
+        questions=graph.n_questions,
+        disagreeing_questions=graph.n_disagreeing(),
+        conflicting_resolutions=graph.conflicting,
+        resolved_questions=int((~np.isnan(outcome)).sum()),
+        checks=rows,
+        total=RepairTotal(
+            tuples=sum(r.tuples for r in rows),
+            moved=solved.moved,
+            guaranteed=solved.guaranteed,
+            violation_before=float(np.mean([r.violation_before for r in scored])) if scored else None,
+            violation_after=float(np.mean([r.violation_after for r in scored])) if scored else None,
+            realized=forecast_sums.result("forecast"),
+            realized_questions=question_sums.result("question"),
+        ),
+        solver_status=solved.status,
+        iterations=solved.iterations,
+        seconds=seconds,
+        errors=[str(e) for e in graph.errors],
+        left_out=solved.left_out,
+        joint_worlds=solved.worlds,
+    )
+    return Repaired(graph, probs, report)
+
+
+def _repair_joint(graph: ForecastGraph, start: np.ndarray, score: Score, skip_conflicts: bool) -> _Solved:
+    """One value per question over every tuple (:func:`.graph.repair_graph`); checks whose tuples are each a
+    component of their own (:func:`_alone`) are repaired tuple by tuple, which is their joint repair."""
+    used = [c for c in graph.checks if c.rows]
+    categorical = sorted({c.check.name for c in used if c.check.categorical})
+    if score == "log" and categorical:
+        raise RepairInputError(
+            f"a joint log repair covers yes/no checks, and these have multiple-choice or numeric fields: "
+            f"{', '.join(categorical)}; repair with the log score tuple by tuple (--per-tuple), or jointly with "
+            "the Brier score"
+        )
+    alone = _alone(used, graph.n_questions)
+    joined = [c for c in used if not any(c is a for a in alone)]
+    try:
+        result = repair_graph([(c.check, c.idx) for c in joined], start, score, skip_conflicts=skip_conflicts)
+    except ConflictingTuples as exc:
+        raise ConflictingForecasts(exc, _describe(graph, joined, exc.tuples)) from None
+    left_out: list[ConflictTuple] = []
+    for number, conflict in enumerate(result.conflicts):
+        left_out += _describe(graph, joined, conflict.tuples, number)
+    blocks = dict(zip([id(c) for c in joined], result.per_block, strict=True))
+    after_q = result.repaired.copy()
+    moved, guaranteed = float(result.moved), float(result.guaranteed)
+    for c in alone:
+        own = blocks[id(c)] = repair_tuples(c.check, c.probs, score)
+        after_q[c.idx.ravel()] = own.repaired.ravel()
+        moved += float(own.moved.sum())
+        guaranteed += float(own.guaranteed.sum())
+    per_check = [(blocks[id(c)] if c.rows else None) for c in graph.checks]
+    return _Solved(per_check, after_q, moved, guaranteed, result.status, result.iterations, result.worlds, left_out)
+
+
+def _repair_each(graph: ForecastGraph, score: Score) -> _Solved:
+    """Each tuple on its own; a question's repaired value is its mean over the tuples it is in."""
+    per_check = [repair_tuples(c.check, c.probs, score) if c.rows else None for c in graph.checks]
+    done = [r for r in per_check if r is not None]
+    moved = float(sum(float(r.moved.sum()) for r in done))
+    guaranteed = float(sum(float(r.guaranteed.sum()) for r in done))
+    return _Solved(per_check, _question_means(graph, per_check), moved, guaranteed)
+
+
+def _check_rows(
+    graph: ForecastGraph, per_check: list, outcome: np.ndarray
+) -> tuple[list[np.ndarray], list[CheckRepair], Sums, np.ndarray]:
+    """Per check its repaired forecasts and report row; the realised scores over every tuple; and the questions
+    in a tuple whose resolutions no world allows (left out of the realised scores)."""
     probs, rows, forecast_sums = [], [], Sums()
-    excluded = np.zeros(graph.n_questions, dtype=bool)  # in a tuple whose resolutions no world allows
+    excluded = np.zeros(graph.n_questions, dtype=bool)
     for c, r in zip(graph.checks, per_check, strict=True):
         after = r.repaired if r is not None else c.probs
         probs.append(np.asarray(after, dtype=float))
@@ -181,39 +232,21 @@ def repair_forecasts(
                 contradictory_resolutions=int(bad.sum()),
             )
         )
-    question_sums = Sums()
+    return probs, rows, forecast_sums, excluded
+
+
+def _question_sums(
+    graph: ForecastGraph, start: np.ndarray, after_q: np.ndarray, outcome: np.ndarray, excluded: np.ndarray
+) -> Sums:
+    """The realised scores over the questions (each once), before and after."""
     in_tuples = np.zeros(graph.n_questions, dtype=bool)
-    for c in used:
-        in_tuples[c.idx.ravel()] = True
+    for c in graph.checks:
+        if c.rows:
+            in_tuples[c.idx.ravel()] = True
     keep = in_tuples & ~excluded
-    question_sums.add(start[keep], after_q[keep], outcome[keep])
-    scored = [r for r in rows if r.violation_before is not None]
-    report = RepairReport(
-        source=str(graph.source),
-        score=score,
-        joint=joint,
-        questions=graph.n_questions,
-        disagreeing_questions=graph.n_disagreeing(),
-        conflicting_resolutions=graph.conflicting,
-        resolved_questions=int((~np.isnan(outcome)).sum()),
-        checks=rows,
-        total=RepairTotal(
-            tuples=sum(r.tuples for r in rows),
-            moved=total_moved,
-            guaranteed=total_guaranteed,
-            violation_before=float(np.mean([r.violation_before for r in scored])) if scored else None,
-            violation_after=float(np.mean([r.violation_after for r in scored])) if scored else None,
-            realized=forecast_sums.result("forecast"),
-            realized_questions=question_sums.result("question"),
-        ),
-        solver_status=status,
-        iterations=iterations,
-        seconds=seconds,
-        errors=[str(e) for e in graph.errors],
-        left_out=left_out,
-        joint_worlds=worlds,
-    )
-    return Repaired(graph, probs, report)
+    sums = Sums()
+    sums.add(start[keep], after_q[keep], outcome[keep])
+    return sums
 
 
 def _alone(used: list[CheckTuples], n_questions: int) -> list[CheckTuples]:

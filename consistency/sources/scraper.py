@@ -217,7 +217,7 @@ def _shared_filter(q: ForecastingQuestion, opts: ScrapeOptions) -> Skip | None:
     return None
 
 
-async def scrape(  # noqa: C901 - to be split: PENDING in tests/project/test_structure.py
+async def scrape(
     source: Source,
     out: str | Path,
     opts: ScrapeOptions,
@@ -241,203 +241,252 @@ async def scrape(  # noqa: C901 - to be split: PENDING in tests/project/test_str
     base = (base_url or source.default_base_url).rstrip("/")
     http = http or HttpSettings(requests_per_minute=source.default_rpm)
     root = Path(cache_root) if cache_root else cache_dir() / "pages"
-    cache = PageCache(root / source.name)
     report = ScrapeReport(source.name, Path(out))
     fingerprint = _fingerprint(source.name, base, opts)
-    query_index, offset = 0, 0
-    if resume and report.state_path.exists():
-        try:
-            state = parse_json(report.state_path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InputError(
-                f"{report.state_path}: not a scrape position ({exc}); delete it to start over (written questions stay)"
-            ) from None
-        if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
-            raise InputError(
-                f"{report.state_path} was written by a scrape with other options or source; "
-                "rerun without --resume or with the same options"
-            )
-        query_index, offset = state["query_index"], state["offset"]
-        bad = [BadPage(**b) for b in state.get("bad_pages", [])]
-        # unusable pages are tried again: the listing is read from the first of them on (pages read
-        # before come from the page cache, questions written before count as already there)
-        again = [tuple(b.position) for b in bad if b.position is not None]
-        report.bad_pages = [b for b in bad if b.position is None]
-        if again:  # recorded in listing order; cursors (keyset sources) cannot be compared
-            ints = all(isinstance(o, int) for _, o in again) and isinstance(offset, int)
-            query_index, offset = min([(query_index, offset), *again]) if ints else again[0]
+    position = _resumed_position(report, fingerprint) if resume and report.state_path.exists() else (0, 0)
     queries = source.queries(opts)
-    now = now or datetime.now(UTC)
+    async with WebClient(source.name, http, PageCache(root / source.name), source.headers()) as web:
+        with AppendLog(report.path) as log_out:
+            run = _Scrape(source, opts, base, fingerprint, queries, n, now or datetime.now(UTC), report, web, log_out)
+            run.query_index, run.offset = position
+            await run.consume(on_page)
+    report.requests, report.retries, report.cache_hits = web.stats.requests, web.stats.retries, web.stats.cache_hits
+    return report
 
-    def save(done: bool) -> None:
+
+def _resumed_position(report: ScrapeReport, fingerprint: str) -> tuple[int, Any]:
+    """Where a resumed scrape reads on (query index, offset or cursor), from its saved state; the bad pages
+    without a position are kept in ``report``, those with one are read again (the listing from the first on)."""
+    try:
+        state = parse_json(report.state_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(
+            f"{report.state_path}: not a scrape position ({exc}); delete it to start over (written questions stay)"
+        ) from None
+    if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
+        raise InputError(
+            f"{report.state_path} was written by a scrape with other options or source; "
+            "rerun without --resume or with the same options"
+        )
+    query_index, offset = state["query_index"], state["offset"]
+    bad = [BadPage(**b) for b in state.get("bad_pages", [])]
+    # unusable pages are tried again: the listing is read from the first of them on (pages read
+    # before come from the page cache, questions written before count as already there)
+    again = [tuple(b.position) for b in bad if b.position is not None]
+    report.bad_pages = [b for b in bad if b.position is None]
+    if again:  # recorded in listing order; cursors (keyset sources) cannot be compared
+        ints = all(isinstance(o, int) for _, o in again) and isinstance(offset, int)
+        query_index, offset = min([(query_index, offset), *again]) if ints else again[0]
+    return query_index, offset
+
+
+#: What a producer hands the consumer per listing page: the page (or why it is unusable), its items, its
+#: position and the position after it; then None at the end, or the fatal error that stopped it.
+_Entry = tuple[Any, list[dict[str, Any]], tuple[int, Any], tuple[int, Any]]
+
+
+@dataclass
+class _Scrape:
+    """One scrape under way: the listing read page by page (:meth:`produce` or :meth:`produce_keyset`, ahead of
+    the parsing), each page's items made into questions and filtered (:meth:`candidates`), completed and
+    written (:meth:`write`), and the position saved (:meth:`save`) as :meth:`consume` goes."""
+
+    source: Source
+    opts: ScrapeOptions
+    base: str
+    fingerprint: str
+    queries: list[Any]
+    n: int | None
+    now: datetime
+    report: ScrapeReport
+    web: WebClient
+    out: AppendLog
+    query_index: int = 0
+    offset: Any = 0  # a listing offset, or a keyset source's cursor
+    seen: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.seen = {str(obj.get("id")) for obj in self.out.existing}
+
+    def save(self, done: bool) -> None:
         write_json(
-            report.state_path,
+            self.report.state_path,
             {
-                "source": source.name,
-                "base_url": base,
-                "options": opts.model_dump(mode="json"),
-                "fingerprint": fingerprint,
-                "query_index": query_index,
-                "offset": offset,
+                "source": self.source.name,
+                "base_url": self.base,
+                "options": self.opts.model_dump(mode="json"),
+                "fingerprint": self.fingerprint,
+                "query_index": self.query_index,
+                "offset": self.offset,
                 "finished": done,
-                "bad_pages": [b.__dict__ for b in report.bad_pages],
+                "bad_pages": [b.__dict__ for b in self.report.bad_pages],
             },
         )
 
-    async with WebClient(source.name, http, cache, source.headers()) as web:
-        with AppendLog(report.path) as log_out:
-            seen = {str(obj.get("id")) for obj in log_out.existing}
+    async def fetch(self, qi: int, off: Any) -> tuple[list[dict[str, Any]], Any] | BadPage:
+        """A listing page parsed into (items, what follows), or why it cannot be used."""
+        url, params = self.source.page(self.base, self.queries[qi], off)
+        try:
+            data = await self.web.get_json(url, params)
+            return self.source.parse_page(data)
+        except FatalHTTPError as exc:
+            hint = getattr(self.source, "auth_hint", None)
+            if exc.status in (401, 403) and hint is not None:
+                raise FatalHTTPError(exc.url, f"{hint()} (HTTP {exc.status})", exc.status) from None
+            raise
+        except FetchError as exc:
+            return BadPage(exc.url, exc.reason, (qi, off))
+        except (ValueError, KeyError, TypeError) as exc:
+            return BadPage(full_url(url, params), f"not a {self.source.name} page: {exc}", (qi, off))
 
-            async def fetch(qi: int, off: int) -> tuple[list[dict[str, Any]], bool] | BadPage:
-                url, params = source.page(base, queries[qi], off)
-                try:
-                    data = await web.get_json(url, params)
-                    return source.parse_page(data)
-                except FatalHTTPError as exc:
-                    hint = getattr(source, "auth_hint", None)
-                    if exc.status in (401, 403) and hint is not None:
-                        raise FatalHTTPError(exc.url, f"{hint()} (HTTP {exc.status})", exc.status) from None
-                    raise
-                except FetchError as exc:
-                    return BadPage(exc.url, exc.reason, (qi, off))
-                except (ValueError, KeyError, TypeError) as exc:
-                    return BadPage(full_url(url, params), f"not a {source.name} page: {exc}", (qi, off))
+    async def complete(self, q: ForecastingQuestion, here: tuple[int, Any]) -> ForecastingQuestion | Skip:
+        """The question with what its detail page adds, or why it is skipped (an unusable page is recorded)."""
+        try:
+            return await self.source.complete(q, self.web, self.base)
+        except MalformedPage as exc:
+            self.report.bad_pages.append(BadPage(exc.url, exc.reason, here))
+            return Skip("detail page unusable")
+        except FatalHTTPError as exc:
+            if exc.status in (404, 410):  # this one item is gone (401/403 would concern them all)
+                log.info("%s: skipped %s (HTTP %s)", self.source.name, exc.url, exc.status)
+                return Skip(f"detail page not found (HTTP {exc.status})")
+            raise
+        except FetchError as exc:
+            self.report.bad_pages.append(BadPage(exc.url, exc.reason, here))
+            return Skip("detail page unavailable")
 
-            async def finish(q: ForecastingQuestion, here: tuple[int, int]) -> ForecastingQuestion | Skip:
-                try:
-                    return await source.complete(q, web, base)
-                except MalformedPage as exc:
-                    report.bad_pages.append(BadPage(exc.url, exc.reason, here))
-                    return Skip("detail page unusable")
-                except FatalHTTPError as exc:
-                    if exc.status in (404, 410):  # this one item is gone (401/403 would concern them all)
-                        log.info("%s: skipped %s (HTTP %s)", source.name, exc.url, exc.status)
-                        return Skip(f"detail page not found (HTTP {exc.status})")
-                    raise
-                except FetchError as exc:
-                    report.bad_pages.append(BadPage(exc.url, exc.reason, here))
-                    return Skip("detail page unavailable")
+    def _past_window(self, items: list[dict[str, Any]]) -> bool:
+        past = getattr(self.source, "past_window", None)
+        return bool(past and past(items, self.opts))
 
-            # Pages are fetched by a producer running ahead of the parsing: once the page size is
-            # known, up to ``concurrency`` pages (consecutive offsets) are in flight at once.
-            queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, http.concurrency))
+    async def produce_keyset(self, queue: asyncio.Queue) -> None:
+        """Cursor pages come one after the other (each names the next); an unusable one ends
+        the scrape there, position kept, since the pages after it cannot be reached."""
+        qi, cursor = self.query_index, self.offset
+        try:
+            while qi < len(self.queries):
+                result = await self.fetch(qi, cursor)
+                if isinstance(result, BadPage):
+                    await queue.put((result, [], (qi, cursor), (qi, cursor)))
+                    break
+                items, after = result
+                more = bool(after) and bool(items) and not self._past_window(items)
+                await queue.put((result, items, (qi, cursor), (qi, after) if more else (qi + 1, 0)))
+                qi, cursor = (qi, after) if more else (qi + 1, 0)
+            await queue.put(None)
+        except Exception as exc:  # a fatal answer: handed to the consumer, which raises it
+            await queue.put(exc)
 
-            async def produce_keyset() -> None:
-                """Cursor pages come one after the other (each names the next); an unusable one ends
-                the scrape there, position kept, since the pages after it cannot be reached."""
-                qi, cursor = query_index, offset
-                try:
-                    while qi < len(queries):
-                        result = await fetch(qi, cursor)
-                        if isinstance(result, BadPage):
-                            await queue.put((result, [], (qi, cursor), (qi, cursor)))
-                            break
-                        items, after = result
-                        past = getattr(source, "past_window", None)
-                        more = bool(after) and bool(items) and not (past and past(items, opts))
-                        await queue.put((result, items, (qi, cursor), (qi, after) if more else (qi + 1, 0)))
-                        qi, cursor = (qi, after) if more else (qi + 1, 0)
-                    await queue.put(None)
-                except Exception as exc:  # a fatal answer: handed to the consumer, which raises it
-                    await queue.put(exc)
-
-            async def produce() -> None:
-                qi, off = query_index, offset
-                try:
-                    while qi < len(queries):
-                        step, ahead, inflight = 0, off, deque()
-                        while True:
-                            while not inflight or (step and len(inflight) < http.concurrency):
-                                inflight.append((ahead, asyncio.ensure_future(fetch(qi, ahead))))
-                                ahead += step
-                            here, task = inflight.popleft()
-                            result = await task
-                            if isinstance(result, BadPage):
-                                items, more, size = [], step > 0, step  # step over it by the page size
-                            else:
-                                items, more = result
-                                size = len(items)
-                                past = getattr(source, "past_window", None)
-                                more = more and size > 0 and not (past and past(items, opts))
-                            if more and size != step:  # first page, or a short one: re-synchronise
-                                for _, t in inflight:
-                                    t.cancel()
-                                inflight.clear()
-                                step, ahead = size, here + size
-                            await queue.put((result, items, (qi, here), (qi, here + size) if more else (qi + 1, 0)))
-                            if not more:
-                                for _, t in inflight:
-                                    t.cancel()
-                                break
-                        qi, off = qi + 1, 0
-                    await queue.put(None)
-                except Exception as exc:  # a fatal answer: handed to the consumer, which raises it
-                    await queue.put(exc)
-
-            producer = asyncio.ensure_future(produce_keyset() if getattr(source, "keyset", False) else produce())
-            saved_at = time.monotonic()
-            full = False
-            try:
-                while (entry := await queue.get()) is not None:
-                    if isinstance(entry, Exception):
-                        raise entry
-                    result, items, page_pos, next_pos = entry
-                    report.pages += 1
+    async def produce(self, queue: asyncio.Queue, concurrency: int) -> None:
+        """Offset pages: once the page size is known, up to ``concurrency`` pages (consecutive offsets) are
+        in flight at once; a short page re-synchronises, an unusable one is stepped over by the page size."""
+        qi, off = self.query_index, self.offset
+        try:
+            while qi < len(self.queries):
+                step, ahead, inflight = 0, off, deque()
+                while True:
+                    while not inflight or (step and len(inflight) < concurrency):
+                        inflight.append((ahead, asyncio.ensure_future(self.fetch(qi, ahead))))
+                        ahead += step
+                    here, task = inflight.popleft()
+                    result = await task
                     if isinstance(result, BadPage):
-                        report.bad_pages.append(result)
-                        log.info("%s: skipped page %s (%s)", source.name, result.url, result.reason)
-                    candidates = []
-                    for item in items:
-                        try:
-                            made = source.question(item, opts, now)
-                        except (ValueError, KeyError, TypeError) as exc:
-                            made = Skip(f"malformed item ({type(exc).__name__})")
-                            log.info("%s: malformed item at offset %s: %s", source.name, offset, exc)
-                        for q in made if isinstance(made, list) else [made]:
-                            if not isinstance(q, Skip):
-                                q = _shared_filter(q, opts) or q
-                            if isinstance(q, Skip):
-                                report.skipped[str(q)] += 1
-                            elif q.id in seen:
-                                report.already += 1
-                            else:
-                                seen.add(q.id)
-                                candidates.append(q)
-                    # completed (e.g. a detail page each) no more than -n still needs, a batch at a time
-                    # so a long page is written as it goes; a failed one makes room for the next candidate
-                    while candidates and (n is None or report.written < n):
-                        batch = COMPLETE_BATCH if n is None else min(COMPLETE_BATCH, n - report.written)
-                        take = candidates[:batch]
-                        candidates = candidates[len(take) :]
-                        kept = []
-                        for q in await asyncio.gather(*(finish(q, page_pos) for q in take)):
-                            if isinstance(q, Skip):
-                                report.skipped[str(q)] += 1
-                            else:
-                                kept.append(q)
-                        log_out.extend(kept)
-                        report.written += len(kept)
-                    full = n is not None and report.written >= n
-                    if not full:
-                        query_index, offset = next_pos
-                    report.finished = not full and query_index >= len(queries)
-                    # the position is saved about once a second (re-reading a page on resume is harmless)
-                    if full or report.finished or time.monotonic() - saved_at > 1.0:
-                        save(report.finished)
-                        saved_at = time.monotonic()
-                    if on_page:
-                        on_page(report)
-                    if full:
+                        items, more, size = [], step > 0, step  # step over it by the page size
+                    else:
+                        items, more = result
+                        size = len(items)
+                        more = more and size > 0 and not self._past_window(items)
+                    if more and size != step:  # first page, or a short one: re-synchronise
+                        for _, t in inflight:
+                            t.cancel()
+                        inflight.clear()
+                        step, ahead = size, here + size
+                    await queue.put((result, items, (qi, here), (qi, here + size) if more else (qi + 1, 0)))
+                    if not more:
+                        for _, t in inflight:
+                            t.cancel()
                         break
-                # the listing ended (or stopped at an unusable cursor page): the position is saved either
-                # way, bad pages included, and a scrape resumed after its end is finished, not "more remain"
-                report.finished = not full and query_index >= len(queries)
-                save(report.finished)
-            finally:
-                producer.cancel()
-                await asyncio.gather(producer, return_exceptions=True)
-    report.requests, report.retries, report.cache_hits = web.stats.requests, web.stats.retries, web.stats.cache_hits
-    return report
+                qi, off = qi + 1, 0
+            await queue.put(None)
+        except Exception as exc:  # a fatal answer: handed to the consumer, which raises it
+            await queue.put(exc)
+
+    def candidates(self, items: list[dict[str, Any]]) -> list[ForecastingQuestion]:
+        """A page's items as questions that pass the filters and are not in the output yet (skips counted)."""
+        found = []
+        for item in items:
+            try:
+                made = self.source.question(item, self.opts, self.now)
+            except (ValueError, KeyError, TypeError) as exc:
+                made = Skip(f"malformed item ({type(exc).__name__})")
+                log.info("%s: malformed item at offset %s: %s", self.source.name, self.offset, exc)
+            for q in made if isinstance(made, list) else [made]:
+                if not isinstance(q, Skip):
+                    q = _shared_filter(q, self.opts) or q
+                if isinstance(q, Skip):
+                    self.report.skipped[str(q)] += 1
+                elif q.id in self.seen:
+                    self.report.already += 1
+                else:
+                    self.seen.add(q.id)
+                    found.append(q)
+        return found
+
+    async def write(self, candidates: list[ForecastingQuestion], here: tuple[int, Any]) -> None:
+        """Complete (e.g. a detail page each) no more than ``n`` still needs, a batch at a time so a long page
+        is written as it goes; a failed one makes room for the next candidate."""
+        report = self.report
+        while candidates and (self.n is None or report.written < self.n):
+            batch = COMPLETE_BATCH if self.n is None else min(COMPLETE_BATCH, self.n - report.written)
+            take, candidates = candidates[:batch], candidates[batch:]
+            kept = []
+            for q in await asyncio.gather(*(self.complete(q, here) for q in take)):
+                if isinstance(q, Skip):
+                    report.skipped[str(q)] += 1
+                else:
+                    kept.append(q)
+            self.out.extend(kept)
+            report.written += len(kept)
+
+    async def consume(self, on_page: Callable[[ScrapeReport], None] | None) -> None:
+        """Read the pages the producer hands over until the listing ends or ``n`` questions are written."""
+        report = self.report
+        queue: asyncio.Queue = asyncio.Queue(maxsize=max(1, self.web.settings.concurrency))
+        keyset = getattr(self.source, "keyset", False)
+        producer = asyncio.ensure_future(
+            self.produce_keyset(queue) if keyset else self.produce(queue, self.web.settings.concurrency)
+        )
+        saved_at = time.monotonic()
+        full = False
+        try:
+            while (entry := await queue.get()) is not None:
+                if isinstance(entry, Exception):
+                    raise entry
+                result, items, page_pos, next_pos = entry
+                report.pages += 1
+                if isinstance(result, BadPage):
+                    report.bad_pages.append(result)
+                    log.info("%s: skipped page %s (%s)", self.source.name, result.url, result.reason)
+                await self.write(self.candidates(items), page_pos)
+                full = self.n is not None and report.written >= self.n
+                if not full:
+                    self.query_index, self.offset = next_pos
+                report.finished = not full and self.query_index >= len(self.queries)
+                # the position is saved about once a second (re-reading a page on resume is harmless)
+                if full or report.finished or time.monotonic() - saved_at > 1.0:
+                    self.save(report.finished)
+                    saved_at = time.monotonic()
+                if on_page:
+                    on_page(report)
+                if full:
+                    break
+            # the listing ended (or stopped at an unusable cursor page): the position is saved either
+            # way, bad pages included, and a scrape resumed after its end is finished, not "more remain"
+            report.finished = not full and self.query_index >= len(self.queries)
+            self.save(report.finished)
+        finally:
+            producer.cancel()
+            await asyncio.gather(producer, return_exceptions=True)
 
 
 def ms_datetime(value: Any) -> datetime | None:

@@ -102,6 +102,10 @@ class SessionRecord(_Record):
     asked: int | None = None
     answered: int | None = None
     failed: int | None = None
+    # declared after the fields above so a record read back is written in the order it always was
+    host: str | None = None
+    version: str | None = None
+    totals_from: str | None = None  # a killed session: the transcript its counts were recovered from
 
     _times = field_validator("started", "ended")(_iso_time)
 
@@ -110,8 +114,16 @@ class StopRecord(_Record):
     """``stopped``: why the last session stopped before the end (the spending cap), and at what spend."""
 
     reason: str | None = None
-    max_cost: float | None = None
+    max_cost: int | float | None = None  # as given
     spent: float | None = None
+
+
+class RunOptionsRecord(_Record):
+    """``run_options``: how the last session ran (the parts of the options that are not the LLM settings)."""
+
+    concurrency: int | None = None
+    timeout: int | float | None = None  # as given: 300 stays 300
+    max_cost: int | float | None = None
 
 
 class RunMeta(_Record):
@@ -138,7 +150,7 @@ class RunMeta(_Record):
     totals: Totals | None = None
     sessions: list[SessionRecord] | None = None
     llm: dict[str, Any] | None = None
-    run_options: dict[str, Any] | None = None
+    run_options: RunOptionsRecord | None = None
     repair: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None
     stopped: StopRecord | None = None  # null while the run goes on

@@ -70,7 +70,7 @@ def test_each_distinct_question_is_asked_once_and_the_run_directory_is_complete(
         asked = [r.last_user_text for r in srv.requests]
     run = result.run_dir
     journal = lines(run / "forecasts.jsonl")
-    assert len(asked) == len(set(asked)) == len(journal) == result.meta["questions"]
+    assert len(asked) == len(set(asked)) == len(journal) == result.meta.to_dict()["questions"]
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "complete" and meta["totals"]["calls"] == len(asked)
     assert meta["forecaster"]["forecaster_class"] == "BasicForecaster"
@@ -202,7 +202,7 @@ def test_a_run_killed_with_sigkill_resumes_to_exactly_the_uninterrupted_files(tm
 def test_ground_truth_replay_reproduces_the_published_scores(tmp_path):
     results = REF_GROUND_TRUTH / "ground_truth_results.jsonl"
     result = evaluate_questions("replay", results, forecaster_options={"source": str(results)}, out=tmp_path / "gt")
-    summary = result.meta["summary"]
+    summary = result.meta.to_dict()["summary"]
     published = json.loads((REF_GROUND_TRUTH / "ground_truth_summary.json").read_text())
     assert summary["total_questions"] == published["total_questions"] and summary["failed"] == 0
     assert round(summary["avg_brier_score"], 3) == published["avg_brier_score"]
@@ -300,8 +300,8 @@ def test_answers_cut_at_the_token_limit_are_recorded_failures_with_the_reason(tm
 
     with ScriptedServer(always_cut) as srv:
         result = evaluate(srv.model_spec(), checks=["neg"], limit=2, out=tmp_path / "run", options=RunOptions(llm=FAST))
-        assert srv.count == 2 * result.meta["questions"]  # each asked once more with room, no more
-    assert len(result.failures) == result.meta["questions"]
+        assert srv.count == 2 * result.meta.to_dict()["questions"]  # each asked once more with room, no more
+    assert len(result.failures) == result.meta.to_dict()["questions"]
     assert {f["error"] for f in result.failures} == {"answer truncated at 1024 tokens"}
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "failed"  # not one forecast
 
@@ -325,8 +325,37 @@ def test_time_queued_for_the_models_slots_does_not_count_against_the_forecast_ti
             options=RunOptions(llm=slow, concurrency=32, timeout=1.5),
         )
         assert srv.max_in_flight == 1
-    assert result.meta["questions"] == 12  # about 4 s of queue for the last one, against 1.5 s of timeout
+    assert result.meta.to_dict()["questions"] == 12  # about 4 s of queue for the last one, against 1.5 s of timeout
     assert [f["error"] for f in result.failures] == ["timed out after 1.5 s"]
+
+
+def test_a_resume_of_a_run_with_damaged_scoring_parameters_is_one_sentence(tmp_path):
+    """The parameters are checked with the rest of the record (they were read after it, so a bad value was a
+    pydantic traceback rather than an error naming the field)."""
+    from consistency.errors import InputError
+
+    evaluate("constant", checks=["neg"], limit=2, out=tmp_path / "run")
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    meta["parameters"]["epsilon"] = "abc"
+    (tmp_path / "run" / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match=r"run.json: parameters.epsilon: .*cannot be resumed"):
+        resume(tmp_path / "run")
+
+
+def test_run_json_changes_are_checked_before_they_are_written(tmp_path):
+    from consistency.evaluation.rundir import RunDir
+    from consistency.store.meta import RunMetaError, SessionRecord
+
+    run = RunDir(tmp_path / "run")
+    run.create(kind="consistency", questions=3)
+    before = run.run_file.read_bytes()
+    with pytest.raises(RunMetaError, match=r"questions: should be a valid integer"):
+        run.update(questions="many")
+    assert run.run_file.read_bytes() == before
+    record = run.update(sessions=[SessionRecord(action="start", pid=7)], status="complete")
+    assert record.status == "complete" and record.sessions and record.sessions[0].pid == 7
+    assert json.loads(run.run_file.read_text())["sessions"] == [{"action": "start", "pid": 7}]
+    run.release()
 
 
 def test_run_request_is_the_library_call_under_cc_evaluate(tmp_path):

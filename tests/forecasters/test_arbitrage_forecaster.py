@@ -323,7 +323,7 @@ def test_a_run_with_budget_failures_resumes_without_duplicate_sidecar_lines(serv
     )
     assert first.failures
     done = resume(tmp_path / "run", forecaster=wrapped(server, ["neg"], 2), options=RunOptions(llm=NO_CACHE))
-    assert not done.failures and done.meta["status"] == "complete"
+    assert not done.failures and done.meta.to_dict()["status"] == "complete"
     lines = [json.loads(x) for x in (done.run_dir / "arbitrage_steps.jsonl").read_text().splitlines()]
     assert len({(line["depth"], line["key"]) for line in lines}) == len(lines)
 

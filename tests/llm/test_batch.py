@@ -78,7 +78,7 @@ def test_batch_prices_are_half_the_direct_ones_and_reach_the_run_totals(tmp_path
             batch = run_eval(srv.model_spec(), tmp_path / "b", BATCH, tmp_path / "c2")
     finally:
         price_table.cache_clear()
-    d, b = direct.meta["totals"], batch.meta["totals"]
+    d, b = direct.meta.to_dict()["totals"], batch.meta.to_dict()["totals"]
     assert d["prompt_tokens"] == b["prompt_tokens"] and d["completion_tokens"] == b["completion_tokens"]
     assert b["cost"] == pytest.approx(d["cost"] / 2) and b["cost"] > 0
     (record,) = read_batches(tmp_path / "b" / BATCHES).values()
@@ -116,7 +116,7 @@ def test_a_run_killed_while_its_batch_runs_resumes_without_running_anything_twic
         assert resumed.returncode == 0, resumed.stderr.decode()
         executions = srv.batches.executions
     assert srv.batches.batches_created == 1  # the resumed run collected the batch it had submitted
-    assert len(executions) == direct.meta["questions"] and set(executions.values()) == {1}
+    assert len(executions) == direct.meta.to_dict()["questions"] and set(executions.values()) == {1}
     assert result_files(tmp_path / "killed") == result_files(direct.run_dir)
     assert json.loads((tmp_path / "killed" / "run.json").read_text())["status"] == "complete"
 
@@ -128,7 +128,7 @@ def test_lines_answered_with_server_errors_are_retried_in_a_follow_up_batch(tmp_
         executions = srv.batches.executions
     assert not result.failures
     assert srv.batches.batches_created == 2 and set(executions.values()) == {2}
-    assert result.meta["totals"]["retries"] == result.meta["questions"]
+    assert result.meta.to_dict()["totals"]["retries"] == result.meta.to_dict()["questions"]
 
 
 def test_an_expired_batch_has_its_unrun_lines_submitted_again(tmp_path):
@@ -138,7 +138,7 @@ def test_an_expired_batch_has_its_unrun_lines_submitted_again(tmp_path):
         executions = srv.batches.executions
     assert not result.failures
     assert srv.batches.batches_created == 2 and set(executions.values()) == {1}
-    assert len(executions) == result.meta["questions"]
+    assert len(executions) == result.meta.to_dict()["questions"]
     states = [r["state"] for r in read_batches(tmp_path / "b" / BATCHES).values()]
     assert states == ["expired", "completed"]
 
@@ -150,11 +150,11 @@ def test_batches_that_keep_expiring_end_as_recorded_failures_with_the_reason(tmp
         result = run_eval(srv.model_spec(), tmp_path / "b", BATCH, tmp_path / "c")
         assert srv.batches.batches_created == 3  # the first submission and two more, then it gives up
         assert not srv.batches.executions
-    assert len(result.failures) == result.meta["questions"]
+    assert len(result.failures) == result.meta.to_dict()["questions"]
     assert all("no batch answered this request after 3 submissions" in f["error"] for f in result.failures)
     assert not any("BatchFailure" in f["error"] for f in result.failures)  # the sentence, not a class name
     summary = json.loads((tmp_path / "b" / "summary.json").read_text())
-    assert summary["questions"]["failed"] == result.meta["questions"]
+    assert summary["questions"]["failed"] == result.meta.to_dict()["questions"]
 
 
 def test_a_line_the_batch_could_not_run_is_a_recorded_failure_and_resume_asks_it_again(tmp_path):
@@ -187,7 +187,7 @@ def test_failed_uploads_are_retried_with_the_shared_policy(tmp_path):
         http = srv.http_requests
     assert not result.failures
     assert http["POST /v1/files"] == 3 and srv.batches.files_uploaded == 1 and srv.batches.batches_created == 1
-    assert result.meta["totals"]["retries"] == 2
+    assert result.meta.to_dict()["totals"]["retries"] == 2
 
 
 @pytest.mark.parametrize(
@@ -221,7 +221,7 @@ def test_batch_fallback_direct_asks_reasks_directly(tmp_path):
         batched = run_eval(srv.model_spec(), tmp_path / "b", BATCH, tmp_path / "c2")
         assert srv.http_requests.get("POST /v1/chat/completions", 0) == 0
         assert srv.batches.batches_created == 2  # the answers, then their re-asks
-    n = result.meta["questions"]
+    n = result.meta.to_dict()["questions"]
     assert not result.failures and not batched.failures
     assert direct_reasks == n and srv.batches.batches_created == 2
     assert result_files(result.run_dir) == result_files(batched.run_dir)
@@ -232,7 +232,7 @@ def test_batch_files_respect_the_request_limit(tmp_path):
         settings = BATCH.model_copy(update={"batch_max_requests": 5})
         result = run_eval(srv.model_spec(), tmp_path / "b", settings, tmp_path / "c")
         created = srv.batches.batches_created
-    n = result.meta["questions"]
+    n = result.meta.to_dict()["questions"]
     assert not result.failures and created == -(-n // 5)
     assert all(r["requests"] <= 5 for r in read_batches(tmp_path / "b" / BATCHES).values())
 

@@ -76,7 +76,7 @@ def test_the_estimate_is_within_10_percent_of_the_run(kind, server, tmp_path):
     assert all("cached answer(s) of this model" in how for m in found.models for how in m.answers.values())
 
     result = evaluate(spec, checks=CHECKS, limit=LIMIT, forecaster_options=options, out=tmp_path / "run")
-    real = result.meta["totals"]
+    real = result.meta.to_dict()["totals"]
     assert not result.failures and real["calls"] == server.count
     assert real["prompt_tokens"] == server.billed["prompt_tokens"]
     print(
@@ -99,7 +99,7 @@ def test_without_history_calls_and_prompts_hold_and_answers_are_assumed(server, 
     (shape, how), *_ = found.models[0].answers.items()
     assert shape == "{prob,reasoning}" and how.startswith("assumed")
     result = evaluate(spec, checks=CHECKS, limit=LIMIT, out=tmp_path / "run")
-    real = result.meta["totals"]
+    real = result.meta.to_dict()["totals"]
     assert found.calls == real["calls"]
     assert within(found.prompt_tokens, real["prompt_tokens"])
 
@@ -108,13 +108,13 @@ def test_a_resume_is_estimated_for_what_is_left(server, tmp_path):
     spec, _ = spec_for("cot", server)
     narrow = RunOptions(concurrency=2, llm=LLMSettings(max_connections=2))
     capped = evaluate(spec, checks=CHECKS, limit=LIMIT, out=tmp_path / "run", max_cost=0.01, options=narrow)
-    assert capped.meta["status"] == "interrupted"
+    assert capped.meta.to_dict()["status"] == "interrupted"
     left = estimate_resume(tmp_path / "run")
-    assert left.answered > 0 and left.forecasts == capped.meta["questions"]
+    assert left.answered > 0 and left.forecasts == capped.meta.to_dict()["questions"]
     before = server.count
     done = resume(tmp_path / "run", max_cost=100)
-    assert done.meta["status"] == "complete"
-    this = done.meta["sessions"][-1]["totals"]
+    assert done.meta.to_dict()["status"] == "complete"
+    this = done.meta.to_dict()["sessions"][-1]["totals"]
     assert left.calls == this["calls"] == server.count - before
     assert within(left.cost, this["cost"], 0.25)  # this session's few answers: lengths learned from the first one
 
@@ -174,26 +174,26 @@ def test_cli_dry_run_writes_nothing_and_calls_nothing(server, tmp_path):
 def test_the_cap_stops_the_run_resumably_and_a_higher_cap_finishes_it(server, tmp_path):
     spec, _ = spec_for("basic", server)
     whole = evaluate(spec, checks=CHECKS, limit=LIMIT, out=tmp_path / "whole", options=_no_cache())
-    per_call = whole.meta["totals"]["cost"] / whole.meta["totals"]["calls"]
+    per_call = whole.meta.to_dict()["totals"]["cost"] / whole.meta.to_dict()["totals"]["calls"]
     server.reset()
     cap, width = 5 * per_call, 2
     options = RunOptions(concurrency=width, llm=LLMSettings(max_connections=width, cache=False))
     first = evaluate(spec, checks=CHECKS, limit=LIMIT, out=tmp_path / "run", options=options, max_cost=cap)
-    meta = first.meta
+    meta = first.meta.to_dict()
     assert meta["status"] == "interrupted" and meta["stopped"]["reason"] == "max_cost"
     assert first.failures == []  # the questions left are unasked, not failed
     spent = meta["totals"]["cost"]
     assert cap <= spent <= cap + width * 1.5 * per_call  # overshoot: the calls in flight at most
-    assert server.count == meta["totals"]["calls"] < whole.meta["totals"]["calls"]
+    assert server.count == meta["totals"]["calls"] < whole.meta.to_dict()["totals"]["calls"]
     journal = [json.loads(line) for line in (tmp_path / "run" / "forecasts.jsonl").read_text().splitlines()]
     assert len(journal) == server.count and all(r["forecast"] for r in journal)
 
     same = resume(tmp_path / "run")  # the recorded cap holds: nothing more is asked
-    assert same.meta["status"] == "interrupted" and server.count == meta["totals"]["calls"]
+    assert same.meta.to_dict()["status"] == "interrupted" and server.count == meta["totals"]["calls"]
 
     done = resume(tmp_path / "run", max_cost=100 * cap)
-    assert done.meta["status"] == "complete" and done.meta["stopped"] is None
-    assert done.meta["totals"]["calls"] == whole.meta["totals"]["calls"] == server.count
+    assert done.meta.to_dict()["status"] == "complete" and done.meta.to_dict()["stopped"] is None
+    assert done.meta.to_dict()["totals"]["calls"] == whole.meta.to_dict()["totals"]["calls"] == server.count
     ours = {r["key"]: r["forecast"] for r in map(json.loads, (tmp_path / "run" / "forecasts.jsonl").open())}
     theirs = {r["key"]: r["forecast"] for r in map(json.loads, (tmp_path / "whole" / "forecasts.jsonl").open())}
     assert ours == theirs

@@ -125,10 +125,11 @@ def test_questions_outside_every_tuple_keep_their_forecast():
 
 
 def test_joint_log_is_refused_with_the_alternatives():
-    # Joint log repair exists for binary checks (tests/repair/test_repair_log_joint.py); conditional ones are refused.
-    blocks, truth = build(CONDITIONAL)
+    # Joint log repair exists for yes/no checks, conditional ones included (tests/repair/test_repair_log_joint.py,
+    # test_repair_log_conditional.py); multiple-choice and numeric fields are refused.
+    blocks = [(get_check("MC_BINARY"), np.array([[0, 1, 2]]))]
     with pytest.raises(ValueError, match="joint log repair is not supported"):
-        repair_graph(blocks, np.full(truth.shape[1], 0.5), "log")
+        repair_graph(blocks, np.array([0.3, 0.7, 0.4]), "log")
 
 
 @pytest.mark.parametrize(

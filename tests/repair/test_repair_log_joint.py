@@ -131,10 +131,11 @@ def test_joint_log_repair_names_conflicting_tuples():
     assert sorted(caught.value.tuples) == sorted(where) and caught.value.certain
 
 
-def test_joint_log_repair_refuses_conditional_checks_with_the_alternatives():
+def test_joint_log_repair_takes_conditional_checks():
+    """Refused before: now the graph's arbitrage prices (tests/repair/test_repair_log_conditional.py)."""
     blocks, truth = build(CONDITIONAL)
-    with pytest.raises(ValueError, match="joint log repair is not supported for checks with conditional fields"):
-        repair_graph(blocks, np.full(truth.shape[1], 0.5), "log")
+    result = repair_graph(blocks, np.full(truth.shape[1], 0.5), "log")
+    assert result.status in ("Solved", "AlmostSolved") and result.guaranteed >= -1e-9
 
 
 def test_cc_repair_joint_log_writes_a_coherent_run(tmp_path):

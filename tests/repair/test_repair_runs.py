@@ -178,12 +178,15 @@ def test_nothing_to_repair_and_overwriting_are_refused(run, tmp_path):
     assert refused.exit_code == 2 and "not a repair" in refused.output
     assert cc("repair", run, "--out", run).exit_code == 2
     assert cc("repair", run, "--score", "spherical").exit_code == 2
-    # A joint log repair of conditional checks is refused (binary ones are repaired: test_repair_log_joint.py).
+    # A joint log repair of conditional checks (refused before; test_repair_log_conditional.py) writes the run.
     conditional = write_forecast_lines(
         tmp_path / "cond", [("COND", ["Will A?", "Will B, given A?", "Will A and B?"], [0.5] * 3)]
     )
     joint_log = cc("repair", conditional, "--score", "log", "--joint", "--out", tmp_path / "jl")
-    assert joint_log.exit_code == 2 and "--per-tuple" in joint_log.output
+    assert joint_log.exit_code == 0, joint_log.output
+    report = json.loads((tmp_path / "jl" / "repair.json").read_text())
+    assert report["total"]["guaranteed"] == pytest.approx(report["total"]["moved"], abs=1e-8)
+    assert report["total"]["moved"] > 0
     assert not any(p.name.endswith(".partial") for p in tmp_path.iterdir())
 
 

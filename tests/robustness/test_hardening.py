@@ -153,7 +153,7 @@ def test_a_cache_that_cannot_be_opened_costs_calls_not_the_run(tmp_path, caplog)
 
 def test_a_second_process_cannot_take_a_run_directory_in_use(tmp_path):
     run = RunDir(tmp_path / "run")
-    run.create({"kind": "consistency"})
+    run.create(kind="consistency")
     code = (
         "import sys\nfrom consistency.evaluation import RunDir, RunDirError\n"
         "try:\n    RunDir(sys.argv[1]).acquire()\nexcept RunDirError as exc:\n    print(exc); sys.exit(3)\n"
@@ -162,7 +162,7 @@ def test_a_second_process_cannot_take_a_run_directory_in_use(tmp_path):
     assert done.returncode == 3
     assert f"process {os.getpid()} on {socket.gethostname()}" in done.stdout and "since 20" in done.stdout
     with pytest.raises(RunDirError, match="in use by process"):
-        RunDir(run.path).create({"kind": "consistency"})  # --out on a directory in use
+        RunDir(run.path).create(kind="consistency")  # --out on a directory in use
     run.release()
     done = subprocess.run([sys.executable, "-c", code, str(run.path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -132,8 +132,8 @@ def test_batch_lines_the_server_failed_are_retried_within_the_budget(tmp_path, f
         )
         billed = srv.billed
     assert not result.failures, result.failures
-    totals = result.meta["totals"]
-    assert totals["retries"] == result.meta["questions"]  # every line retried once
+    totals = result.meta.to_dict()["totals"]
+    assert totals["retries"] == result.meta.to_dict()["questions"]  # every line retried once
     assert (totals["prompt_tokens"], totals["completion_tokens"]) == (
         billed["prompt_tokens"],
         billed["completion_tokens"],

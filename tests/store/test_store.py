@@ -222,9 +222,9 @@ def test_an_evaluation_result_carries_its_record_typed(base, tmp_path):
     """What `cc evaluate` prints comes from the typed record, not from the dict's keys."""
     result = evaluate(ConstantForecaster(0.3), checks=["neg"], limit=2, out=tmp_path / "run")
     record = result.record
-    assert record.status == "complete" and record.questions == result.meta["questions"]
-    assert record.stopped is None and record.answered == result.meta["sessions"][-1]["answered"]
-    assert record.session_totals().calls == result.meta["sessions"][-1]["totals"]["calls"]
+    assert record.status == "complete" and record.questions == result.meta.to_dict()["questions"]
+    assert record.stopped is None and record.answered == result.meta.to_dict()["sessions"][-1]["answered"]
+    assert record.session_totals().calls == result.meta.to_dict()["sessions"][-1]["totals"]["calls"]
     assert record.forecaster is not None and record.forecaster.bot is None
 
 

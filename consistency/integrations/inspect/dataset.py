@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from ...evaluation.benchmark import TupleSet, load_benchmark
 from ...models import ForecastingQuestion
 
@@ -55,13 +57,19 @@ def samples(sets: Sequence[TupleSet]) -> list[Sample]:
     return out
 
 
+class TupleMetadata(BaseModel):
+    """A sample's ``metadata``: which check, which line of which tuples file, and the tuple's questions (as
+    JSON objects, checked when they are read as forecast lines). Samples of other tasks lack ``check``."""
+
+    check: str
+    line: int | None = None
+    source: str | None = None
+    questions: dict[str, dict[str, Any]]
+
+
 def tuple_metadata(check: str, line: int, path: str, questions: dict[str, ForecastingQuestion]) -> dict[str, Any]:
-    return {
-        "check": check,
-        "line": line,
-        "source": path,
-        "questions": {field: q.model_dump(mode="json") for field, q in questions.items()},
-    }
+    dumped = {field: q.model_dump(mode="json") for field, q in questions.items()}
+    return TupleMetadata(check=check, line=line, source=path, questions=dumped).model_dump()
 
 
 def questions_of(metadata: dict[str, Any]) -> dict[str, ForecastingQuestion]:

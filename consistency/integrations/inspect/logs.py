@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ...checks import get_check
 from ...evaluation.scoring import ScoreReport, ScoringError, score_path, write_report, write_stats
 from ...extras import install_hint
 from ...jsonl import LineError, atomic_write, dump_line
 from ...metrics.scoring import ScoreParams
 from .answers import Answer
-from .dataset import ANSWERS_KEY, check_order
+from .dataset import ANSWERS_KEY, TupleMetadata, check_order
 from .logzip import UnsafeLog, check_eval_zip
 
 #: The name our scorer has in a log's sample scores.
@@ -96,14 +98,15 @@ def write_forecasts(log_path: str | Path, out_dir: str | Path) -> LogForecasts:
     lines: dict[str, list[tuple[int, int, dict[str, Any]]]] = defaultdict(list)
     result = LogForecasts(info=_log_info(log, log_path))
     for position, sample in enumerate(log.samples, 1):
-        meta = sample.metadata or {}
-        if "check" not in meta or "questions" not in meta:
+        try:
+            meta = TupleMetadata.model_validate(sample.metadata or {})
+        except ValidationError:
             raise InspectLogError(
                 f"{log_path}: sample {sample.id} is not a consistency tuple (no check in its metadata)"
-            )
-        check = get_check(meta["check"])
-        line = int(meta.get("line", position))
-        source = str(meta.get("source", log_path))
+            ) from None
+        check = get_check(meta.check)
+        line = position if meta.line is None else meta.line
+        source = str(log_path) if meta.source is None else meta.source
         answers = _answers(sample)
         problems = {
             f: (answers[f].error if f in answers else None) or "not asked"
@@ -120,7 +123,7 @@ def write_forecasts(log_path: str | Path, out_dir: str | Path) -> LogForecasts:
             continue
         entry = {
             f: {
-                "question": meta["questions"][f],
+                "question": meta.questions[f],
                 "forecast": {**answers[f].forecast_data(), "metadata": _forecast_metadata(answers[f], sample)},
             }
             for f in check.field_names
@@ -200,30 +203,43 @@ def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | No
     """Write the forecasts of a ``cc`` run (any directory of ``<Checker>.jsonl`` forecast files) as an
     inspect log at ``target`` (``.eval`` or ``.json``), scored as the inspect task scores; returns its metrics."""
     _require_inspect()
-    from inspect_ai.log import (
-        EvalConfig,
-        EvalDataset,
-        EvalLog,
-        EvalMetric,
-        EvalResults,
-        EvalSample,
-        EvalScore,
-        EvalSpec,
-        write_eval_log,
-    )
+    from inspect_ai.log import write_eval_log
+
+    from .scorer import check_metrics
+
+    params = params or ScoreParams()
+    run, target = Path(run_dir), Path(target)
+    if target.suffix not in _SUFFIXES:
+        raise InspectLogError(f"{target}: an inspect log ends in .eval or .json")
+    exported = _export_samples(run, params)
+    if not exported.samples:
+        raise InspectLogError(f"{run}: no forecast line to export")
+    metrics = check_metrics(exported.rows, params)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_eval_log(_eval_log(run, exported, metrics, params), str(target))
+    return metrics
+
+
+@dataclass
+class _Exported:
+    """A run's forecast lines as inspect samples, each line's score by check, and the lines left out."""
+
+    samples: list[Any] = field(default_factory=list)
+    rows: list[tuple[str, Any]] = field(default_factory=list)
+    skipped: int = 0
+
+
+def _export_samples(run: Path, params: ScoreParams) -> _Exported:
+    """Every forecast line of the run as a scored sample, in file and line order; a bad line is counted, not kept."""
+    from inspect_ai.log import EvalSample
 
     from ...evaluation.scoring import forecast_files
     from ...files import FileKind, detect, validate_lines
     from ...models import ForecastLine
     from .dataset import describe, tuple_metadata
-    from .scorer import check_metrics, tuple_score
+    from .scorer import tuple_score
 
-    params = params or ScoreParams()
-    run = Path(run_dir)
-    target = Path(target)
-    if target.suffix not in _SUFFIXES:
-        raise InspectLogError(f"{target}: an inspect log ends in .eval or .json")
-    samples, rows, skipped = [], [], 0
+    out = _Exported()
     for path in forecast_files([run]):
         info = detect(path)
         if info.kind is not FileKind.FORECASTS or info.check is None:
@@ -231,13 +247,13 @@ def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | No
         check = info.check
         for number, item in validate_lines(info):
             if not isinstance(item, ForecastLine):
-                skipped += 1
+                out.skipped += 1
                 continue
             questions = {f: item.line[f].question for f in check.field_names}
             answers = {f: Answer.of(item.line[f].forecast) for f in check.field_names}
             score = tuple_score(check.class_name, answers, params, questions)
-            rows.append((check.class_name, score.value))
-            samples.append(
+            out.rows.append((check.class_name, score.value))
+            out.samples.append(
                 EvalSample(
                     id=f"{check.class_name}:{number}",
                     epoch=1,
@@ -248,26 +264,29 @@ def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | No
                     store={ANSWERS_KEY: {f: a.model_dump() for f, a in answers.items()}},
                 )
             )
-    if not samples:
-        raise InspectLogError(f"{run}: no forecast line to export")
-    metrics = check_metrics(rows, params)
-    meta = _run_meta(run)
-    log = EvalLog(
+    return out
+
+
+def _eval_log(run: Path, exported: _Exported, metrics: dict[str, float], params: ScoreParams) -> Any:
+    """The log inspect's viewer reads: a finished ``consistency/all`` task over the run, its samples and metrics."""
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalMetric, EvalResults, EvalScore, EvalSpec
+
+    n = len(exported.samples)
+    recorded = {"exported_from": str(run), "forecaster": _forecaster_of(run), "skipped": exported.skipped}
+    return EvalLog(
         status="success",
         eval=EvalSpec(
             created=_now(),
             task="consistency/all",
-            dataset=EvalDataset(name=str(run), samples=len(samples)),
+            dataset=EvalDataset(name=str(run), samples=n),
             model=f"cc/{run.name}",
             config=EvalConfig(),
             task_args={"tuples": str(run), "epsilon": params.epsilon},
-            metadata={
-                "consistency": {"exported_from": str(run), "forecaster": meta.get("forecaster"), "skipped": skipped}
-            },
+            metadata={"consistency": recorded},
         ),
         results=EvalResults(
-            total_samples=len(samples),
-            completed_samples=len(samples),
+            total_samples=n,
+            completed_samples=n,
             scores=[
                 EvalScore(
                     name=SCORER,
@@ -276,19 +295,16 @@ def export_run(run_dir: str | Path, target: str | Path, params: ScoreParams | No
                 )
             ],
         ),
-        samples=samples,
+        samples=exported.samples,
     )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_eval_log(log, str(target))
-    return metrics
 
 
-def _run_meta(run: Path) -> dict[str, Any]:
-    """What the run records of its forecaster (a ``cc evaluate`` run), as written; empty when nothing."""
+def _forecaster_of(run: Path) -> dict[str, Any] | None:
+    """What the run records of its forecaster (a ``cc evaluate`` run), as written; None when nothing."""
     from ...store.runs import recorded_forecaster
 
     recorded = recorded_forecaster(run)
-    return {"forecaster": recorded.model_dump(exclude_unset=True)} if recorded else {}
+    return recorded.model_dump(exclude_unset=True) if recorded else None
 
 
 def _now() -> str:
