@@ -460,6 +460,8 @@ def load_table(
                 rows += read_run_rows(path, duplicates=duplicates, skipped=skipped)
         elif path.name == layout.GROUND_TRUTH:
             rows += read_ground_truth(path, skipped=skipped)
+        elif path.name == layout.GROUND_TRUTH_TYPED:
+            continue  # multiple-choice, numeric and date results: no yes/no row (their boards: accuracy.typed)
         elif path.suffix.lower() == ".json" and path.is_file():
             raise _per_question_only(path)
         elif path.is_file():

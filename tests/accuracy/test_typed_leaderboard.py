@@ -171,6 +171,10 @@ def test_the_console_tables_and_the_report(runs, tmp_path):
     for title in ("multiple choice questions", "numeric questions", "date questions"):
         assert title in res.output
     assert "no forecasts found" not in res.output
+    # the results file named on its own is read as what it is, not as a long table of bad rows
+    res = runner.invoke(app, ["leaderboard", str(runs / "coherent" / layout.GROUND_TRUTH_TYPED), "--json"])
+    assert res.exit_code == 0 and "skipped" not in res.output, res.output
+    assert [b["standings"][0]["forecaster"] for b in json.loads(res.stdout)["by_type"]] == ["basic_coherent"] * 3
     out = tmp_path / "report.html"
     res = runner.invoke(app, ["report", str(runs / "coherent"), str(runs / "incoherent"), "--out", str(out)])
     assert res.exit_code == 0, res.output
