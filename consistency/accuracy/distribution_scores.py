@@ -208,6 +208,20 @@ def proxy_crps(cdf: ArrayLike, aggregate: ArrayLike) -> FloatArray:
 
 
 # ------------------------------------------------------------------------------------------ one question
+#: The proper scores of each non-yes/no question type, the one that ranks first (as :func:`outcome_losses` names
+#: them); a results line records each under :func:`result_field`'s name.
+SCORES_BY_TYPE: dict[str, tuple[str, ...]] = {
+    "multiple_choice": ("brier", "log"),
+    "numeric": ("crps", "log"),
+    "date": ("crps", "log"),
+}
+
+
+def result_field(score: str) -> str:
+    """Where a results line keeps ``score``: ``log_score_bits`` (logs in bits, as yes/no results), ``crps_score``."""
+    return "log_score_bits" if score == "log" else f"{score}_score"
+
+
 def outcome_losses(question, forecast, eps: float = DEFAULT_EPS) -> dict[str, float] | None:
     """The proper scores of one forecast of a resolved question: ``brier`` and ``log`` (yes/no, multiple choice),
     ``log`` and ``crps`` (numeric, date); None while the question is unresolved (or annulled)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -21,7 +21,8 @@ from . import difficulty, proper, proxy
 from .inputs import ScoreInputError
 from .significance import BootstrapResult, TTestResult, early_closer_filter, head_to_head, weighted_bootstrap
 from .significance import weighted_t_test as t_test
-from .table import ForecastTable
+from .table import ForecastTable, NoForecastsError
+from .typed import TypedBoard, read_typed_rows, typed_boards
 
 
 @dataclass(frozen=True)
@@ -198,9 +199,11 @@ def leaderboard(table: ForecastTable, method: str = "brier", as_of: datetime | N
 @dataclass
 class Ranking:
     """Standings best first, and how they were had: forecasters ranked from ground-truth summaries alone,
-    early-closing questions held back, repeated forecasts merged by the duplicates policy."""
+    early-closing questions held back, repeated forecasts merged by the duplicates policy; ``by_type``: the
+    standings of multiple-choice, numeric and date questions, one board per type (see :mod:`.typed`)."""
 
     standings: list[Standing]
+    by_type: list[TypedBoard] = field(default_factory=list)
     from_summaries: int = 0
     held_back: int = 0
     duplicates: int = 0
@@ -216,7 +219,9 @@ def rank_paths(
     """The leaderboard of the forecasts in ``paths`` (long tables, ground-truth files, run directories).
 
     By Brier score with no ``as_of``, a path holding only ground-truth summaries is ranked by each forecaster's
-    stored mean and interval (the per-question rows are not needed); the other paths are read as one table."""
+    stored mean and interval (the per-question rows are not needed); the other paths are read as one table, and
+    their scored multiple-choice, numeric and date questions as one board per type (``as_of`` does not apply to
+    them: their results record no resolution time)."""
     from ..store.runs import truth_summaries_only
     from .table import load_table
 
@@ -224,15 +229,26 @@ def rank_paths(
         raise ScoreInputError("give the forecasts to rank (files or run directories)")
     summaries = [p for p in paths if truth_summaries_only(p)] if method == "brier" and as_of is None else []
     rest = [p for p in paths if p not in summaries]
+    if method not in METHODS:
+        raise ScoreInputError(f"unknown ranking method {method!r}; choose from {', '.join(METHODS)}")
     ranking = Ranking(_from_summaries(summaries))
     ranking.from_summaries = len(ranking.standings)
     if rest:
-        table = load_table(rest, duplicates, skipped)
-        ranking.duplicates = table.duplicates
-        if as_of is not None:
-            table, held = hold_back_early_closers(table, as_of)
-            ranking.held_back = len(held)
-        ranking.standings += leaderboard(table, method)
+        typed_skipped: list[LineError] | None = None if skipped is None else []
+        ranking.by_type = typed_boards(read_typed_rows(rest, duplicates, typed_skipped), method)
+        try:
+            table = load_table(rest, duplicates, skipped)
+        except NoForecastsError:
+            if not ranking.by_type:  # a run of multiple-choice or numeric questions only has no yes/no table
+                raise
+        else:
+            ranking.duplicates = table.duplicates
+            if as_of is not None:
+                table, held = hold_back_early_closers(table, as_of)
+                ranking.held_back = len(held)
+            ranking.standings += leaderboard(table, method)
+        if skipped is not None and typed_skipped:
+            skipped += typed_skipped
     if summaries:  # only by Brier: lower is better
         ranking.standings.sort(key=lambda s: (math.isnan(s.score), s.score))
     return ranking

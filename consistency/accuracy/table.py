@@ -129,6 +129,10 @@ def _deduplicate(rows: Sequence[dict], where: list[str], duplicates: str) -> tup
     return out_rows, out_where, merged
 
 
+class NoForecastsError(ScoreInputError):
+    """Nothing to put in a table: the paths hold no yes/no forecast (they may hold other types' results)."""
+
+
 def _skip(skipped: list[LineError] | None, error: LineError) -> None:
     """Record a bad row in ``skipped``, or (strict: no list given) stop with it."""
     if skipped is None:
@@ -456,6 +460,8 @@ def load_table(
                 rows += read_run_rows(path, duplicates=duplicates, skipped=skipped)
         elif path.name == layout.GROUND_TRUTH:
             rows += read_ground_truth(path, skipped=skipped)
+        elif path.name == layout.GROUND_TRUTH_TYPED:
+            continue  # multiple-choice, numeric and date results: no yes/no row (their boards: accuracy.typed)
         elif path.suffix.lower() == ".json" and path.is_file():
             raise _per_question_only(path)
         elif path.is_file():
@@ -463,5 +469,5 @@ def load_table(
         else:
             raise ScoreInputError(f"{path}: no such file or directory")
     if not rows and not skipped:
-        raise ScoreInputError("no forecasts found in " + ", ".join(map(str, paths)))
+        raise NoForecastsError("no forecasts found in " + ", ".join(map(str, paths)))
     return build_table(rows, [str(p) for p in paths], duplicates, skipped)

@@ -6,8 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Group
 
 from ..accuracy.ranking import METHODS, rank_paths
+from ..accuracy.typed import LABELS
 from .console import err, escape, fmt, questions_of, show, table
 from .options import AsJson
 from .table_options import SOURCES_HELP, AsOf, Duplicates, merged, skipping
@@ -61,9 +63,35 @@ def leaderboard(
     ]  # fmt: skip
     title = f"{method} ({'lower' if chosen.lower_is_better else 'higher'} is better)"
     doc = {"method": method, "description": chosen.description, "standings": [s.as_dict() for s in standings]}
+    if ranking.by_type:  # multiple-choice, numeric and date questions: one board per type
+        doc["by_type"] = [b.as_dict() for b in ranking.by_type]
     columns = ("#", "forecaster", "score", "95% interval", "questions")
-    show(doc, as_json, lambda: table(title, columns, rows, left=("forecaster",), caption=chosen.description,
-                                     caption_justify="left"))  # fmt: skip
+
+    def render():
+        main = table(title, columns, rows, left=("forecaster",), caption=chosen.description, caption_justify="left")
+        if not ranking.by_type:
+            return main
+        return Group(*([main] if standings else []), *map(_typed, ranking.by_type))
+
+    show(doc, as_json, render)
+
+
+def _typed(board):
+    """One question type's standings: each score's mean and 95% interval, the question count."""
+    columns = ["#", "forecaster"]
+    for name in board.scores:
+        columns += [LABELS[name], "95% interval"]
+    rows = [
+        (i, escape(s.forecaster), *(x for name in board.scores for x in _cells(s.scores[name])), s.n_questions)
+        for i, s in enumerate(board.standings, start=1)
+    ]
+    title = f"{board.question_type.replace('_', ' ')} questions (lower is better)"
+    return table(title, [*columns, "questions"], rows, left=("forecaster",), caption=escape(board.note),
+                 caption_justify="left")  # fmt: skip
+
+
+def _cells(score) -> tuple[str, str]:
+    return fmt(score.mean), "-" if score.low is None else f"[{fmt(score.low)}, {fmt(score.high)}]"
 
 
 def _forecastbench(

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..accuracy.distribution_scores import outcome_losses
+from ..accuracy.distribution_scores import SCORES_BY_TYPE, outcome_losses, result_field
 from ..accuracy.proper import brier, expected_calibration_error, log_loss, murphy_decomposition
 from ..errors import InputError
 from ..files import FileKind, detect, validate_lines
@@ -166,10 +166,6 @@ def _write_results(root: Path, asks: Sequence[Ask], done, errors: list[LineError
     return summary, failures
 
 
-#: The scores of a multiple-choice, numeric or date forecast, as named in the results (logs in bits, as yes/no).
-TYPED_SCORES = {"multiple_choice": ("brier", "log"), "numeric": ("log", "crps"), "date": ("log", "crps")}
-
-
 def _typed_lines(rows: Sequence[tuple[ForecastingQuestion, dict[str, Any]]]) -> list[dict[str, Any]]:
     """The resolved multiple-choice, numeric and date questions with their forecasts' proper scores."""
     lines = []
@@ -177,8 +173,7 @@ def _typed_lines(rows: Sequence[tuple[ForecastingQuestion, dict[str, Any]]]) -> 
         losses = outcome_losses(q, parse_forecast(q, f))
         if losses is None:
             continue  # unresolved or annulled
-        scores = {("log_score_bits" if k == "log" else f"{k}_score"): v / (math.log(2) if k == "log" else 1.0)
-                  for k, v in losses.items()}  # fmt: skip
+        scores = {result_field(k): v / (math.log(2) if k == "log" else 1.0) for k, v in losses.items()}
         lines.append({"question": q.model_dump(mode="json"), "forecast": f, "resolution": q.resolution, **scores})
     return lines
 
@@ -186,13 +181,13 @@ def _typed_lines(rows: Sequence[tuple[ForecastingQuestion, dict[str, Any]]]) -> 
 def _by_type(lines: list[dict[str, Any]]) -> dict[str, Any]:
     """Per question type: how many were scored and the mean (95% interval) of each of its scores."""
     out: dict[str, Any] = {}
-    for kind, names in TYPED_SCORES.items():
+    for kind, names in SCORES_BY_TYPE.items():
         mine = [line for line in lines if line["question"]["question_type"] == kind]
         if not mine:
             continue
         out[kind] = {"scored": len(mine)}
-        for name in names:
-            key = "log_score_bits" if name == "log" else f"{name}_score"
+        for name in sorted(names, key=("brier", "log", "crps").index):  # the summary's order, as before
+            key = result_field(name)
             out[kind][key] = _stat(np.array([line[key] for line in mine], dtype=float))
     return out
 

@@ -21,6 +21,7 @@ import numpy as np
 from ..accuracy import proper
 from ..accuracy.pairing import Identity, identity, identity_of, named
 from ..accuracy.table import read_ground_truth
+from ..accuracy.typed import TypedBoard, add_run, typed_boards
 from ..checks import Check, all_checks, get_check
 from ..errors import InputError
 from ..evaluation.scoring import ScoredFile, ScoreParams, forecast_files, score_path
@@ -112,6 +113,7 @@ class Run:
     unscorable: list[str] = field(default_factory=list)  # first LIST_LIMIT unscorable lines
     n_unscorable: int = 0
     attack: AttackSummary | None = None  # a ``cc attack`` directory's summary (its attack.json)
+    typed: list[TypedBoard] = field(default_factory=list)  # multiple-choice, numeric, date scores: one per type
 
     def aggregate(self, metric: str, key: str = "avg_violation") -> float | None:
         """Mean over checks of each check's mean violation (or ``fraction_violated``), as ``cc score``'s aggregate."""
@@ -462,6 +464,7 @@ def _ground_truth_dir(stored: StoredRun, name: str | None) -> Run:
     y = np.array([float(r["resolution"]) for r in resolved])
     if len(p):
         run.accuracy = accuracy(p, y, unresolved=len(rows) - len(resolved))
+    run.typed = typed_boards(add_run({}, stored, run.name))
     failures: list[QuestionFailure] = summary.failures if meta is not None and summary is not None else []
     run.n_failures = len(failures)
     run.failures = [str(f) for f in failures[:LIST_LIMIT]]

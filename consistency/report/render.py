@@ -48,6 +48,10 @@ def pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
+def _interval(score) -> tuple[float, float] | None:
+    return None if score.low is None else (score.low, score.high)
+
+
 def ci(interval: Iterable[float] | None, digits: int = 4) -> str:
     if not interval:
         return ""
@@ -301,9 +305,9 @@ class Page:
     def accuracy(self) -> str:
         out = ['<section id="accuracy" data-section="accuracy"><h2>3. Accuracy</h2>']
         runs = [r for r in self.runs if r.accuracy is not None]
-        if not runs:
+        if not runs and not any(r.typed for r in self.runs):
             out.append('<p class="note">No ground-truth run among the inputs (resolved questions scored).</p>')
-        else:
+        elif runs:
             out.append(
                 '<p class="note">Brier score (lower is better) and log score in bits (the paper\'s unit, lower is '
                 "better) with bootstrap 95% intervals; calibration error over 10 bins weighted by their share; the "
@@ -361,8 +365,34 @@ class Page:
                 + table(["bin", "forecasts", "mean forecast", "observed frequency"], bins, "calibration")
                 + "</details></div>"
             )
+        out += self.typed_scores()
         out.append("</section>")
         return "\n".join(out)
+
+    def typed_scores(self) -> list[str]:
+        """Multiple-choice, numeric and date questions: one table per type, a row per run, its proper scores."""
+        from ..accuracy.typed import LABELS, SCORES_BY_TYPE
+
+        out = []
+        for kind, names in SCORES_BY_TYPE.items():
+            rows = []
+            for run in self.runs:
+                for board in (b for b in run.typed if b.question_type == kind):
+                    for s in board.standings:
+                        scores = [num(s.scores[n].mean) + ci(_interval(s.scores[n])) for n in names]
+                        rows.append([esc(run.name), str(s.n_questions), *scores])
+            if rows:
+                out.append(f"<h3>{esc(kind.replace('_', ' ').capitalize())} questions</h3>")
+                head = ["run", "questions", *(f"{esc(LABELS[n])} [95% CI]" for n in names)]
+                out.append(table(head, rows, "accuracy typed", 1))
+        if out:
+            out.insert(
+                0,
+                '<p class="note">Multiple-choice, numeric and date questions, scored by their own proper scores '
+                "(lower is better; logs in bits): the multi-class Brier and log score of the option that happened; "
+                "the CRPS and the log of the density at the outcome, with bootstrap 95% intervals.</p>",
+            )
+        return out
 
     # ------------------------------------------------------------------ 4. several runs
     def compare(self) -> str:

@@ -112,6 +112,25 @@ class TypeScores(_Record):
         return ", ".join(parts)
 
 
+class TypedQuestion(_Record):
+    """The part of a scored question a ranking needs: its id and type (the rest is kept as written)."""
+
+    id: str
+    question_type: str
+
+
+class TypedResult(_Record):
+    """One line of a ground-truth run's scored multiple-choice, numeric or date questions: the question, the
+    forecast (``probs`` or ``cdf``), the resolution and the forecast's proper scores (logs in bits)."""
+
+    question: TypedQuestion
+    forecast: dict[str, Any] = {}
+    resolution: Any = None
+    brier_score: float | None = None
+    log_score_bits: float | None = None
+    crps_score: float | None = None
+
+
 class GroundTruthSummary(_Record):
     """``ground_truth_summary.json``: a ground-truth run's averages (ours), or the paper's, which names the
     forecaster by its class (``forecaster``) and configuration."""

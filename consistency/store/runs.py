@@ -29,6 +29,7 @@ from .records import (
     RepairRecord,
     ScoreSummary,
     SearchLogRecord,
+    TypedResult,
     optional_record,
     read_record,
 )
@@ -71,6 +72,7 @@ class Run:
     paper_config: ForecasterRecord | None = None  # the paper's config.jsonl (a single file: its directory's record)
     files: list[ForecastFile] = field(default_factory=list)  # <Checker>.jsonl, in the checks' order
     ground_truth_file: Path | None = None
+    typed_file: Path | None = None  # the scored multiple-choice, numeric and date questions, when it has them
 
     @property
     def directory(self) -> Path:
@@ -132,6 +134,19 @@ class Run:
                 yield number, SearchLogRecord.model_validate(obj)
             except ValueError as exc:
                 yield number, LineError(str(path), number, None, one_line(exc))
+
+    def typed_results(self) -> Iterator[tuple[int, TypedResult | LineError]]:
+        """The scored multiple-choice, numeric and date questions, validated line by line (none when it has none)."""
+        if self.typed_file is None or not self.typed_file.is_file():
+            return
+        for number, obj in iter_json_lines(self.typed_file):
+            if isinstance(obj, LineError):
+                yield number, obj
+                continue
+            try:
+                yield number, TypedResult.model_validate(obj)
+            except ValueError as exc:
+                yield number, LineError(str(self.typed_file), number, None, one_line(exc))
 
     def ground_truth_records(self) -> Iterator[tuple[int, GroundTruthRecord | LineError]]:
         """The scored questions validated line by line (a bad line is its :class:`LineError`)."""
@@ -212,11 +227,12 @@ def read_run(path: str | Path) -> Run:
         )
         if run.kind is RunKind.GROUND_TRUTH:
             run.ground_truth_file = gt
+            run.typed_file = _typed_file(path)
         if run.kind is RunKind.REPAIR:
             run.repair = optional_record(path / layout.REPAIR_REPORT, RepairRecord)
         return run
     if gt.is_file():
-        run.kind, run.ground_truth_file = RunKind.GROUND_TRUTH, gt
+        run.kind, run.ground_truth_file, run.typed_file = RunKind.GROUND_TRUTH, gt, _typed_file(path)
     elif summary is not None:
         run.kind = RunKind.SCORED
     elif not files:
@@ -227,11 +243,18 @@ def read_run(path: str | Path) -> Run:
     return run
 
 
+def _typed_file(directory: Path) -> Path | None:
+    path = directory / layout.GROUND_TRUTH_TYPED
+    return path if path.is_file() else None
+
+
 def _single_file(path: Path) -> Run:
-    if path.name == layout.GROUND_TRUTH:
+    if path.name in (layout.GROUND_TRUTH, layout.GROUND_TRUTH_TYPED):
         directory = path.parent
         truth = optional_record(directory / layout.GROUND_TRUTH_SUMMARY, GroundTruthSummary)
-        return Run(path, RunKind.GROUND_TRUTH, truth_summary=truth, ground_truth_file=path)
+        run = Run(path, RunKind.GROUND_TRUTH, truth_summary=truth, typed_file=_typed_file(directory))
+        run.ground_truth_file = path if path.name == layout.GROUND_TRUTH else None
+        return run
     check = layout.check_of(path)
     if check is None:
         from ..files import detect  # what the file holds, from its first line (a file named otherwise)
@@ -333,6 +356,17 @@ def recorded_questions_file(directory: str | Path) -> str | None:
     return str(recorded) if recorded else None
 
 
+def typed_result_runs(path: str | Path) -> list[Run]:
+    """The ground-truth runs at or under ``path`` holding scored multiple-choice, numeric or date questions (a run
+    directory, a tree of them, or the results file itself); none for anything else (a long table, say)."""
+    path = Path(path)
+    if path.is_file():
+        return [read_run(path)] if path.name == layout.GROUND_TRUTH_TYPED else []
+    if not path.is_dir():
+        return []
+    return [read_run(file.parent) for file in find_files(path, layout.GROUND_TRUTH_TYPED)]
+
+
 def truth_summaries_only(path: str | Path) -> bool:
     """Whether ``path`` holds ground-truth summaries but no scored questions: a summary file, or a tree of
     them without any ``ground_truth_results.jsonl`` (all a ranking by mean Brier can use)."""
@@ -365,4 +399,5 @@ __all__ = [
     "result_paths",
     "scored_inputs",
     "truth_summaries_only",
+    "typed_result_runs",
 ]

@@ -238,3 +238,35 @@ def test_a_ground_truth_runs_summary_reads_typed_and_a_bad_field_is_named():
         truth_summary_of(run_meta_of({"summary": {"scored": "many"}}))
     stopped = run_meta_of({"stopped": {"reason": "max_cost", "max_cost": 0.01, "spent": 0.0107}}).stopped
     assert stopped is not None and stopped.spent == 0.0107
+
+
+def test_typed_results_read_typed_from_a_run_a_tree_or_the_file_and_a_bad_line_is_named(tmp_path):
+    from consistency.jsonl import LineError
+    from consistency.store import layout
+    from consistency.store.records import TypedResult
+    from consistency.store.runs import read_run, typed_result_runs
+
+    run = tmp_path / "tree" / "gt"
+    run.mkdir(parents=True)
+    (run / layout.GROUND_TRUTH).write_text("")
+    good = {
+        "question": {"id": "m", "question_type": "multiple_choice", "options": ["a", "b"]},
+        "forecast": {"probs": [0.25, 0.75]},
+        "resolution": "b",
+        "brier_score": 0.125,
+        "log_score_bits": 0.415,
+    }
+    (run / layout.GROUND_TRUTH_TYPED).write_text(json.dumps(good) + "\n" + '{"question": {"id": "x"}}\n')
+    for found in (
+        read_run(run),
+        *typed_result_runs(tmp_path / "tree"),
+        *typed_result_runs(run / layout.GROUND_TRUTH_TYPED),
+    ):
+        assert found.typed_file == run / layout.GROUND_TRUTH_TYPED
+        (n1, first), (n2, second) = list(found.typed_results())
+        assert isinstance(first, TypedResult) and first.question.id == "m" and first.brier_score == 0.125
+        assert first.question.model_extra == {"options": ["a", "b"]}  # the rest of the question kept as written
+        assert isinstance(second, LineError) and (n1, n2) == (1, 2) and "question_type" in str(second)
+    assert (
+        typed_result_runs(tmp_path / "nothing") == [] and read_run(run).ground_truth_file == run / layout.GROUND_TRUTH
+    )
