@@ -76,6 +76,24 @@ class TypedBoard:
             "standings": [s.as_dict() for s in self.standings],
         }
 
+    def table(self) -> tuple[str, list[str], list[tuple[object, ...]]]:
+        """Title, columns and rows (rank, forecaster, each score's mean and 95% interval, questions)."""
+        columns = ["#", "forecaster", *(c for name in self.scores for c in (LABELS[name], "95% interval")), "questions"]
+
+        def cells(score: TypedScore) -> tuple[str, str]:
+            interval = "-" if score.low is None else f"[{_fmt(score.low)}, {_fmt(score.high)}]"
+            return _fmt(score.mean), interval
+
+        rows = [
+            (i, s.forecaster, *(x for name in self.scores for x in cells(s.scores[name])), s.n_questions)
+            for i, s in enumerate(self.standings, start=1)
+        ]
+        return f"{self.question_type.replace('_', ' ')} questions (lower is better)", columns, rows
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
 
 @dataclass
 class TypedRows:

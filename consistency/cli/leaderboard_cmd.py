@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Group
 
 from ..accuracy.ranking import METHODS, rank_paths
-from ..accuracy.typed import LABELS
 from .console import err, escape, fmt, questions_of, show, table
 from .options import AsJson
 from .table_options import SOURCES_HELP, AsOf, Duplicates, merged, skipping
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ..accuracy.typed import TypedBoard
 
 FB_PATHS = " With --forecastbench: run directories and ForecastBench forecast-set files."
 
@@ -76,22 +80,11 @@ def leaderboard(
     show(doc, as_json, render)
 
 
-def _typed(board):
+def _typed(board: TypedBoard) -> Table:
     """One question type's standings: each score's mean and 95% interval, the question count."""
-    columns = ["#", "forecaster"]
-    for name in board.scores:
-        columns += [LABELS[name], "95% interval"]
-    rows = [
-        (i, escape(s.forecaster), *(x for name in board.scores for x in _cells(s.scores[name])), s.n_questions)
-        for i, s in enumerate(board.standings, start=1)
-    ]
-    title = f"{board.question_type.replace('_', ' ')} questions (lower is better)"
-    return table(title, [*columns, "questions"], rows, left=("forecaster",), caption=escape(board.note),
-                 caption_justify="left")  # fmt: skip
-
-
-def _cells(score) -> tuple[str, str]:
-    return fmt(score.mean), "-" if score.low is None else f"[{fmt(score.low)}, {fmt(score.high)}]"
+    title, columns, rows = board.table()
+    rows = [(rank, escape(name), *rest) for rank, name, *rest in rows]
+    return table(title, columns, rows, left=("forecaster",), caption=escape(board.note), caption_justify="left")
 
 
 def _forecastbench(
