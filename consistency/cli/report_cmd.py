@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .console import escape, fmt, out, table
+from .console import escape, fmt, out, say, table
 from .progress import working
 
 if TYPE_CHECKING:
@@ -59,11 +59,7 @@ def report(
                              arbitrage_run=arbitrage_run)  # fmt: skip
     if result.repairs is not None:
         _print_repairs(result.repairs)
-    for run in result.runs:
-        problems = [f"{run.n_failures} failed question(s)"] if run.n_failures else []
-        problems += [f"{run.n_unscorable} unscorable line(s)"] if run.n_unscorable else []
-        note = f" [yellow]({', '.join(problems)})[/yellow]" if problems else ""
-        out.print(f"{escape(run.name)}: {escape(run.source)}, {escape(str(run.path))}{note}")
+    say((run.line() for run in result.runs), out)
     if result.figures:
         out.print(f"{len(result.figures)} figure file(s) written to {escape(str(png))}")
     seconds = time.perf_counter() - start
@@ -83,5 +79,4 @@ def _print_repairs(result: RepairComparison) -> None:
     out.print(
         table("Repair versus ArbitrageForecaster (violations in nats; lower is better)", ["", *names], rows, fold=names)
     )
-    for note in result.notes:
-        out.print(f"[yellow]note[/yellow]: {escape(note)}")
+    say((f"note: {note}" for note in result.notes), out)

@@ -115,6 +115,12 @@ class Run:
     attack: AttackSummary | None = None  # a ``cc attack`` directory's summary (its attack.json)
     typed: list[TypedBoard] = field(default_factory=list)  # multiple-choice, numeric, date scores: one per type
 
+    def line(self) -> str:
+        """``NAME: SOURCE, PATH``, with its failed questions and unscorable lines when it has any."""
+        problems = [f"{self.n_failures} failed question(s)"] if self.n_failures else []
+        problems += [f"{self.n_unscorable} unscorable line(s)"] if self.n_unscorable else []
+        return f"{self.name}: {self.source}, {self.path}" + (f" ({', '.join(problems)})" if problems else "")
+
     def aggregate(self, metric: str, key: str = "avg_violation") -> float | None:
         """Mean over checks of each check's mean violation (or ``fraction_violated``), as ``cc score``'s aggregate."""
         values = [c.stats[metric][key] for c in self.checks if c.stats[metric][key] is not None]
