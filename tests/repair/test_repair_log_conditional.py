@@ -11,6 +11,7 @@ import pytest
 from consistency.checks import get_check
 from consistency.metrics.arbitrage import clip_forecasts
 from consistency.repair import log_graph, repair_graph, repair_tuples
+from consistency.repair.augmented import _PAIR_STEP
 from consistency.repair.conflicts import ConflictingTuples
 from tests.repair.test_repair_graph import BINARY, CONDITIONAL, build
 from tests.repair.test_repair_log_joint import log_losses
@@ -58,9 +59,14 @@ def test_disjoint_tuples_get_each_tuples_arbitrage_prices(seed):
         np.testing.assert_allclose(part.guaranteed, alone.guaranteed, atol=1e-8)
         # The prices agree wherever the adversary resolves the field (elsewhere any price that keeps V will do;
         # the per-tuple repair keeps the forecast, the joint one the max-min price).
+        # The joint solve stops once its Newton step is below _PAIR_STEP in mass units, and a price is a mass over
+        # the resolving mass r: prices agree to that step over r (times 100 for the round's conditioning), not to
+        # the last digits, which vary with the BLAS kernel (1.6e-6 at r = 0.36 on one, 1e-11 on another).
         solved = log_graph.solve([(check, idx - idx.min())], clip_forecasts(p[idx.min() : idx.max() + 1]))
-        resolves = solved.resolves.reshape(idx.shape) > 1e-6
-        np.testing.assert_allclose(part.repaired[resolves], alone.repaired[resolves], atol=1e-7)
+        r = solved.resolves.reshape(idx.shape)
+        resolves = r > 1e-6
+        gap = np.abs(part.repaired - alone.repaired)[resolves]
+        assert np.all(gap <= 1e-9 + 100 * _PAIR_STEP / r[resolves]), (gap.max(), r[resolves].min())
         total += alone.moved.sum()
     assert result.moved == pytest.approx(total, abs=1e-8)
 
