@@ -54,6 +54,11 @@ class Column:
 
 
 Schema = tuple[Column, ...]
+#: The first two columns of every frame of per-result rows: which result, whose forecasts.
+WHO: Schema = (
+    Column("run", "category", "The result's directory name."),
+    Column("forecaster", "category", "The forecaster's recorded name."),
+)
 
 
 class AnalysisError(InputError):

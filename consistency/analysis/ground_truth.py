@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 
 from ..store.layout import GROUND_TRUTH
-from .frame import AnalysisError, Backend, Column, Paths, build, check_backend, concat, label, read_runs
+from .frame import WHO, AnalysisError, Backend, Column, Paths, build, check_backend, concat, label, read_runs
 
 GROUND_TRUTH_COLUMNS = (
-    Column("run", "category", "The result's directory name."),
-    Column("forecaster", "category", "The forecaster's recorded name."),
+    *WHO,
     Column("line", "int64", f"The line in {GROUND_TRUTH}."),
     Column("question_id", "string", "The question's id."),
     Column("title", "string", "The question's title."),

@@ -10,7 +10,7 @@ import numpy as np
 from ..metrics.scoring import METRICS, ScoreParams, score_forecasts
 from ..store.lines import TupleColumns
 from ..store.runs import Run
-from .frame import Backend, Column, Paths, build, check_backend, concat, label, read_runs
+from .frame import WHO, Backend, Column, Paths, build, check_backend, concat, label, read_runs
 
 #: The frames' name of each metric of the files (``violation_data`` keys).
 METRIC_COLUMNS = {"default": "arbitrage", "default_scaled": "arbitrage_scaled", "frequentist": "frequentist"}
@@ -21,8 +21,7 @@ _METRIC_MEANING = {
 }
 
 _WHO = (
-    Column("run", "category", "The result's directory name."),
-    Column("forecaster", "category", "The forecaster's recorded name."),
+    *WHO,
     Column("check", "category", "The check (NEGATION, AND, ...)."),
     Column("line", "int64", "The line in the check's file (from 1)."),
 )
@@ -55,8 +54,7 @@ FORECAST_COLUMNS = (
     Column("frequentist", "float64", "The tuple's frequentist violation."),
 )
 CHECK_COLUMNS = (
-    Column("run", "category", "The result's directory name."),
-    Column("forecaster", "category", "The forecaster's recorded name."),
+    *WHO,
     Column("check", "category", "The check."),
     Column("tuples", "int64", "Tuples read."),
     Column("unreadable", "int64", "Lines skipped (listed in the frame's errors)."),

@@ -15,6 +15,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from ..checks import Check
 from ..errors import InputError
@@ -33,6 +36,8 @@ from .records import (
     optional_record,
     read_record,
 )
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class RunKind(StrEnum):
@@ -126,27 +131,13 @@ class Run:
         path = self.directory / layout.SEARCH_LOG
         if self.kind is not RunKind.ATTACK or not path.is_file():
             return
-        for number, obj in iter_json_lines(path):
-            if isinstance(obj, LineError):
-                yield number, obj
-                continue
-            try:
-                yield number, SearchLogRecord.model_validate(obj)
-            except ValueError as exc:
-                yield number, LineError(str(path), number, None, one_line(exc))
+        yield from validated_lines(path, SearchLogRecord)
 
     def typed_results(self) -> Iterator[tuple[int, TypedResult | LineError]]:
         """The scored multiple-choice, numeric and date questions, validated line by line (none when it has none)."""
         if self.typed_file is None or not self.typed_file.is_file():
             return
-        for number, obj in iter_json_lines(self.typed_file):
-            if isinstance(obj, LineError):
-                yield number, obj
-                continue
-            try:
-                yield number, TypedResult.model_validate(obj)
-            except ValueError as exc:
-                yield number, LineError(str(self.typed_file), number, None, one_line(exc))
+        yield from validated_lines(self.typed_file, TypedResult)
 
     def ground_truth_records(self) -> Iterator[tuple[int, GroundTruthRecord | LineError]]:
         """The scored questions validated line by line (a bad line is its :class:`LineError`)."""
@@ -157,12 +148,17 @@ class Run:
 
 def ground_truth_records(path: Path) -> Iterator[tuple[int, GroundTruthRecord | LineError]]:
     """The lines of a ``ground_truth_results.jsonl`` validated as :class:`GroundTruthRecord`."""
+    return validated_lines(path, GroundTruthRecord)
+
+
+def validated_lines(path: Path, model: type[M]) -> Iterator[tuple[int, M | LineError]]:
+    """A line file's lines validated as ``model``; a bad line is one :class:`LineError` saying why in one line."""
     for number, obj in iter_json_lines(path):
         if isinstance(obj, LineError):
             yield number, obj
             continue
         try:
-            yield number, GroundTruthRecord.model_validate(obj)
+            yield number, model.model_validate(obj)
         except ValueError as exc:
             yield number, LineError(str(path), number, None, one_line(exc))
 
