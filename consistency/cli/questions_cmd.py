@@ -15,8 +15,9 @@ from ..questions.making import related as related_to
 from ..store.layout import resolved_file
 from .bounds import positive
 from .console import err, out, questions_of, say
+from .declared import shared_options
 from .errors import SAVED, handle_errors
-from .llm_command import LLMArgs, llm_command, shared_options
+from .llm_command import LLMArgs, llm_command
 
 app = typer.Typer(help="Make and check base questions for a benchmark.", no_args_is_help=True)
 

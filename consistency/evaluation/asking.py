@@ -7,8 +7,12 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Annotated, Any
 
+from annotated_doc import Doc
+from annotated_types import Ge, Gt
+
+from ..fields import Concurrency
 from ..forecasters import Forecaster, ForecastOutcome, Occurrence
 from ..jsonl import cut_torn_tail
 from ..llm import LLM, LLMSettings
@@ -44,11 +48,18 @@ class Ask:
 class RunOptions:
     """How to run: everything that does not change what a score means."""
 
-    concurrency: int = 32
-    timeout: float | None = 300.0
+    concurrency: Concurrency = 32
+    timeout: Annotated[float | None, Gt(0), Doc("Seconds per question before it is recorded as failed.")] = 300.0
     llm: LLMSettings = field(default_factory=LLMSettings)
-    #: USD: no new model call once the run's recorded spend (all its sessions) reaches it (see .spending)
-    max_cost: float | None = None
+    #: no new model call once the run's recorded spend (all its sessions) reaches it (see .spending)
+    max_cost: Annotated[
+        float | None,
+        Ge(0),
+        Doc(
+            "Stop the run once its recorded spend reaches this many USD (status interrupted, exit 3); "
+            "resume with a higher --max-cost to go on."
+        ),
+    ] = None
     on_start: Callable[[Tally], None] | None = None
     on_record: Callable[[dict[str, Any]], None] | None = None
     on_batch: Callable[[BatchProgress], None] | None = None  # batch mode: whenever a batch changes

@@ -10,7 +10,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
+from annotated_doc import Doc
+from annotated_types import Ge
+
+from ..fields import CheckNames, Epsilon, ForecasterOptionItems, ForecasterSpec, Resamples
 from .asking import RunOptions
 from .estimation import Estimate
 from .runner import EvaluationResult
@@ -20,21 +25,28 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Request:
-    """What a run measures: the names are those of :data:`.resuming.FIXED` (a resume refuses changing them).
+    """What a run measures: the names are those of :data:`.resuming.FIXED` (a resume refuses changing them),
+    and ``cc evaluate``'s options are these fields.
 
     ``tuples``/``questions`` may be ``paper:NAME`` or ``hf://`` references; with ``questions`` the run is
     scored against outcomes, else on consistency tuples (``checks`` comma-separated, default all)."""
 
-    forecaster: str = "local"
-    forecaster_option: list[str] | None = None
-    tuples: Path | None = None
-    checks: str | None = None
-    limit: int | None = None
-    seed: int = 0
-    questions: Path | None = None
-    out_dir: Path | None = None
-    epsilon: float = 1e-3
-    bootstrap: int = 1000
+    forecaster: ForecasterSpec = "local"
+    forecaster_option: ForecasterOptionItems = None
+    tuples: Annotated[
+        Path | None,
+        Doc(
+            "Directory of <Checker>.jsonl tuple files, or one file; bundled:typed for the multiple-choice and "
+            "numeric checks (default: the bundled yes/no benchmark)."
+        ),
+    ] = None
+    checks: CheckNames = None
+    limit: Annotated[int | None, Ge(1), Doc("At most N tuples per check (sampled).")] = None
+    seed: Annotated[int, Ge(0), Doc("Seed of the --limit sample.")] = 0
+    questions: Annotated[Path | None, Doc("Resolved questions: score against outcomes (Brier, log score).")] = None
+    out_dir: Annotated[Path | None, Doc("Run directory (default: runs/<time>_<forecaster>_<benchmark>).")] = None
+    epsilon: Epsilon = 1e-3
+    bootstrap: Resamples = 1000
 
     @property
     def check_list(self) -> list[str] | None:
@@ -54,9 +66,17 @@ class Gates:
     every check's). A limit that could never fail (NaN, infinite, negative) is refused at once, before any
     question is asked."""
 
-    fail_on_error: float | None = None
-    max_violation: float | None = None
-    per_check: bool = False
+    fail_on_error: Annotated[
+        float | None,
+        Ge(0),
+        Doc("Exit 1 when more questions than this failed: a fraction (below 1) or a count (default: exit 0)."),
+    ] = None
+    max_violation: Annotated[
+        float | None,
+        Ge(0),
+        Doc("Exit 1 (after writing the run) when the mean arbitrage violation over checks is above this."),
+    ] = None
+    per_check: Annotated[bool, Doc("With --max-violation: hold every check to the limit, not the mean.")] = False
 
     def __post_init__(self) -> None:
         from .gate import checked_limit
@@ -85,9 +105,15 @@ def run_request(
     request: Request,
     options: RunOptions,
     *,
-    resume_dir: Path | None = None,
+    resume_dir: Annotated[Path | None, Doc("Finish an interrupted run directory without re-asking.")] = None,
     explicit: frozenset[str] | set[str] = frozenset(),
-    dry_run: bool = False,
+    dry_run: Annotated[
+        bool,
+        Doc(
+            "Print the model calls, prompt and completion tokens and dollars the run would cost; "
+            "call no model, write no run directory."
+        ),
+    ] = False,
     say: Callable[[str], None] = log.info,
 ) -> EvaluationResult | Priced:
     """Start the run (or finish ``resume_dir``); with ``dry_run``, only what it would cost (:class:`Priced`).

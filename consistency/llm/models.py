@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, Literal, TypeVar
+from typing import Annotated, Generic, Literal, TypeVar
 
+from annotated_doc import Doc
+from annotated_types import Ge, Gt
 from pydantic import BaseModel
 
 from .accounting import Usage
@@ -14,25 +16,44 @@ T = TypeVar("T")
 
 
 class LLMSettings(BaseModel):
-    """How calls are made; none of this changes what a model answers, so none of it is cached on."""
+    """How calls are made; none of this changes what a model answers, so none of it is cached on.
 
-    max_connections: int = 16  # concurrent requests per model
-    requests_per_minute: float | None = None
-    tokens_per_minute: float | None = None
-    timeout: float = 60.0  # seconds per request
-    max_attempts: int = 6  # HTTP attempts per call (transient errors only)
+    The fields with a ``Doc`` are the options of every ``cc`` command that calls a model."""
+
+    max_connections: Annotated[int, Ge(1), Doc("Concurrent requests per model.")] = 16
+    requests_per_minute: Annotated[
+        float | None, Ge(0), Doc("Requests per minute per model (default or 0: no limit).")
+    ] = None
+    tokens_per_minute: Annotated[float | None, Ge(0), Doc("Tokens per minute per model (default or 0: no limit).")] = (
+        None
+    )
+    timeout: Annotated[float, Gt(0), Doc("Seconds per request before it is retried.")] = 60.0
+    max_attempts: Annotated[int, Ge(1), Doc("HTTP attempts per call on 429/5xx/timeouts.")] = 6
     max_backoff: float = 60.0  # longest wait between attempts, in seconds
     max_reasks: int = 2  # re-asks after an answer fails validation
     max_answer_tokens: int = 4096  # an answer cut at N tokens is asked once more with max(2N, 1024) up to this
-    cache: bool = True
+    cache: Annotated[
+        bool, Doc("Read and write the response cache (--no-cache: neither; --cache turns it back on in a resume).")
+    ] = True
     cache_path: Path | None = None  # default: <CC_CACHE_DIR>/responses.sqlite
-    cost_limit: float | None = None  # USD; no new calls once spent
+    cost_limit: Annotated[float | None, Ge(0), Doc("Stop issuing calls once this many USD are spent.")] = None
     temperature: float = 0.0
     # Batch API (see .batch): requests missing from the cache go into batch files
-    batch: bool = False
-    batch_fallback: Literal["batch", "direct"] = "batch"  # where re-asks go
+    batch: Annotated[
+        bool,
+        Doc(
+            "Send requests through the provider's Batch API (/v1/files + /v1/batches): about half the price, "
+            "answers within 24 h; resumable. See the guide 'Batch mode and cc batches'."
+        ),
+    ] = False
+    batch_fallback: Annotated[
+        Literal["batch", "direct"],
+        Doc("With --batch, where answers that failed validation are asked again: batch (a follow-up batch) or direct."),
+    ] = "batch"
     batch_idle: float = 1.0  # seconds without a new request before a batch file is sent
-    batch_poll: float = 5.0  # first wait between polls of a batch (grows 1.5x a poll)
+    batch_poll: Annotated[float, Gt(0), Doc("With --batch, seconds before the first poll of a batch (then x1.5).")] = (
+        5.0
+    )
     batch_poll_max: float = 300.0
     batch_max_requests: int = 50_000  # per batch file (OpenAI's limit)
     batch_max_bytes: int = 200 * 1024 * 1024

@@ -262,7 +262,7 @@ def test_a_key_passed_as_an_option_is_not_written_to_the_run(tmp_path, monkeypat
 def test_a_resume_keeps_the_recorded_options_unless_given_again(tmp_path):
     """A first run with --no-cache and --max-attempts 1: a bare --resume keeps both (no cache file appears,
     a 500 is not retried); an option that changes what the run measures is refused with one sentence;
-    a call option given again is used, said, and kept for later resumes."""
+    a call option given again (--cache, --max-attempts, --rpm) is used, said, and kept for later resumes."""
     cache = tmp_path / "cache" / "responses.sqlite"
     broken = every_nth(probability_rule(), 3, Fault.server_error(500))
     with ScriptedServer(broken) as srv:
@@ -285,13 +285,17 @@ def test_a_resume_keeps_the_recorded_options_unless_given_again(tmp_path):
             said = " ".join(refused.output.split())
             assert said.startswith("error --") and flag.lstrip("-")[0] in said and "a resume finishes a run" in said
         assert srv.count == asked  # refused before any call
-        same = runner.invoke(app, ["evaluate", "--resume", "run", *first[1:9], "--cache", "--max-attempts", "4"])
+        same = runner.invoke(
+            app, ["evaluate", "--resume", "run", *first[1:9], "--cache", "--max-attempts", "4", "--rpm", "6000"]
+        )
         assert same.exit_code == 0, same.output
         said = " ".join(same.output.split())
         assert "--cache: the response cache is on from this resume on (the run had it off)" in said
         assert "--max-attempts 4: used from this resume on (the run had 1)" in said
+        assert "--rpm 6000.0: used from this resume on (the run had None)" in said  # once ignored: a name mismatch
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["llm"]["cache"] is True and meta["llm"]["max_attempts"] == 4
+    assert meta["llm"]["requests_per_minute"] == 6000
 
 
 def test_answers_cut_at_the_token_limit_are_recorded_failures_with_the_reason(tmp_path):
