@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ..questions import verify_questions
-from ..questions.making import Making, NewsSources, Titling, complete, day, given, synthetic, window
+from ..questions.making import Making, NewsSources, Titling, complete, day, given, synthetic
 from ..questions.making import related as related_to
+from ..questions.news import questions_from_news
+from ..sources.request import ScrapeFilters, ScrapePoliteness, scrape_request
+from ..sources.resolve import resolve_questions
 from ..store.layout import resolved_file
-from .bounds import positive
 from .console import err, out, questions_of, say
-from .declared import shared_options
+from .declared import options_from
 from .errors import SAVED, handle_errors
 from .llm_command import LLMArgs, llm_command
 
@@ -32,26 +34,10 @@ def _file_out(path: Path | None) -> Path | None:
 Out = Annotated[
     Path, typer.Option("--out", "-o", help="Questions JSONL (appended; rerun to resume).", callback=_file_out)
 ]
-Created = Annotated[str | None, typer.Option("--created", help="Creation date of the questions (default: today).")]
-ResolveBy = Annotated[str, typer.Option("--resolve-by", help="Latest resolution date (YYYY-MM-DD).")]
-Count = Annotated[int, typer.Option("-n", min=1, help="How many questions to make.")]
-Verify = Annotated[bool, typer.Option("--verify/--no-verify", help="Verify each new question with the model.")]
-Threshold = Annotated[int, typer.Option(min=0, max=10, help="Verification score (0-10) a question needs to be kept.")]
 Examples = Annotated[Path | None, typer.Option(help="Questions JSONL whose titles serve as style examples.")]
-Embeddings = Annotated[str, typer.Option(help="Title de-duplication: auto, lexical, minilm or a model spec.")]
-Dedupe = Annotated[
-    float, typer.Option(min=0, max=1, help="Titles at least this similar (cosine) to a kept one are dropped.")
-]
 
-making_options = shared_options(
-    {"created": (Created, None), "resolve_by": (ResolveBy, "2028-01-01"), "verify": (Verify, True),
-     "threshold": (Threshold, 6)},
-    "making",
-    lambda v: Making(window(v["created"], v["resolve_by"]), v["verify"], v["threshold"]),
-)  # fmt: skip
-titling_options = shared_options(
-    {"n": (Count, 10), "embeddings": (Embeddings, "auto"), "dedupe": (Dedupe, 0.9)}, "titling", lambda v: Titling(**v)
-)
+making_options = options_from(Making.dated, "making")
+titling_options = options_from(Titling, "titling", flags={"n": "-n"})
 
 
 def _make(titles_of, out_path: Path, making: Making, llm_args: LLMArgs, metadata: dict | None = None) -> None:
@@ -125,16 +111,17 @@ def fill(
 @app.command("verify")
 @handle_errors(after=SAVED)
 @llm_command
+@options_from(verify_questions, "call", build=dict)
 def verify_cmd(
     questions: Annotated[Path, typer.Option("--questions", "-q", help="Questions JSONL to check.")],
     out_path: Out,
-    threshold: Threshold = 6,
     *,
+    call: dict[str, Any],
     llm_args: LLMArgs,
 ) -> None:
     """Keep questions that are clear, coherent, precisely resolvable and about real events (score >= threshold)."""
     pool = questions_of(questions)
-    say(llm_args.run(lambda llm: verify_questions(pool, out_path, llm, llm_args.model, threshold)).lines(), out)
+    say(llm_args.run(lambda llm: verify_questions(pool, out_path, llm, llm_args.model, **call)).lines(), out)
 
 
 @app.command("scrape")
@@ -143,122 +130,40 @@ def verify_cmd(
         "the questions written stay; --resume carries on" if isinstance(exc, KeyboardInterrupt | OSError) else None
     )
 )
+@options_from(ScrapeFilters, "filters")
+@options_from(ScrapePoliteness, "http")
+@options_from(scrape_request, "call", flags={"n": "-n"}, build=dict)
 def scrape_cmd(
     source: Annotated[str, typer.Argument(help="metaculus, manifold or polymarket.")],
     out_path: Out,
-    n: Annotated[
-        int | None, typer.Option("-n", min=1, help="Stop after this many new questions (default: all).")
-    ] = None,
-    status: Annotated[str, typer.Option(help="resolved, open or all.")] = "resolved",
-    resolved_after: Annotated[str | None, typer.Option(help="Earliest resolution date kept (YYYY-MM-DD).")] = None,
-    resolved_before: Annotated[str | None, typer.Option(help="Latest resolution date kept (YYYY-MM-DD).")] = None,
-    created_after: Annotated[str | None, typer.Option(help="Earliest creation date kept (YYYY-MM-DD).")] = None,
-    min_forecasters: Annotated[int | None, typer.Option(min=0, help="Metaculus: fewest forecasters kept.")] = None,
-    min_volume: Annotated[
-        float | None, typer.Option(min=0, help="Manifold/Polymarket: least traded volume kept.")
-    ] = None,
-    min_traders: Annotated[int | None, typer.Option(min=0, help="Manifold: fewest distinct traders kept.")] = None,
-    search: Annotated[str | None, typer.Option(help="Only questions matching this text.")] = None,
-    tournament: Annotated[
-        str | None,
-        typer.Option(help="Metaculus: only this tournament's questions (its id or slug, as in its page's URL)."),
-    ] = None,
-    types: Annotated[
-        str,
-        typer.Option(help="Question types kept, comma-separated: binary, multiple_choice, numeric, date (or all)."),
-    ] = "all",
-    min_days: Annotated[
-        float, typer.Option(min=0, help="Drop questions resolving sooner than this after creation.")
-    ] = 3.0,
-    market_lead_days: Annotated[
-        float,
-        typer.Option(
-            min=0,
-            help="Closed questions: the crowd forecast kept (market_prob, crowd_forecast) is the one this many days "
-            "before closing (0: none).",
-        ),
-    ] = 7.0,
-    resume: Annotated[bool, typer.Option(help="Carry on from where the last run on --out stopped.")] = False,
-    base_url: Annotated[str | None, typer.Option(help="API root (a mirror, or a local fixture server).")] = None,
-    rpm: Annotated[
-        float | None, typer.Option(min=0, help="Requests a minute (default: the source's polite rate; 0: none).")
-    ] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Requests in flight at once.")] = 4,
-    timeout: Annotated[
-        float, typer.Option(min=0, callback=positive, help="Seconds per request before it is retried.")
-    ] = 30.0,
-    max_attempts: Annotated[int, typer.Option(min=1, help="Attempts per page on 429/5xx/timeouts.")] = 6,
-    cache_dir: Annotated[Path | None, typer.Option(help="Raw page cache (default: <cache>/pages).")] = None,
-    offline: Annotated[bool, typer.Option(help="Use cached pages only (re-parse without the network).")] = False,
-    refresh: Annotated[bool, typer.Option(help="Fetch pages again even when cached.")] = False,
+    *,
+    filters: ScrapeFilters,
+    http: ScrapePoliteness,
+    call: dict[str, Any],
 ) -> None:
     """Questions (binary, multiple-choice, numeric, date) from a forecasting platform, appended to --out
     (de-duplicated by source id)."""
-    from ..sources.request import scrape_request
+    from ..sources.request import progress_info
     from .progress import Progress
 
-    dates = {"resolved_after": resolved_after, "resolved_before": resolved_before, "created_after": created_after}
-    job = scrape_request(
-        source, out_path, n=n, types=types, status=status, dates=dates,
-        filters={"min_forecasters": min_forecasters, "min_volume": min_volume, "min_traders": min_traders,
-                 "search": search, "tournament": tournament, "min_days": min_days,
-                 "market_lead_days": market_lead_days},
-        http={"rpm": rpm, "concurrency": concurrency, "timeout": timeout, "max_attempts": max_attempts,
-              "offline": offline, "refresh": refresh},
-        base_url=base_url, cache_dir=cache_dir, resume=resume,
-    )  # fmt: skip
+    job = scrape_request(source, out_path, filters, http, **call)
     with Progress(transient=True) as progress:
-        task = progress.task(f"scraping {source}", total=n)
-
-        def on_page(report) -> None:
-            skipped = sum(report.skipped.values())
-            info = f"{report.pages} pages, {skipped} skipped, {report.already} already there"
-            task.update(completed=report.written, info=info)
-
-        report = job(on_page)
+        task = progress.task(f"scraping {source}", total=call["n"])
+        report = job(lambda report: task.update(completed=report.written, info=progress_info(report)))
     say(report.lines(), out)
 
 
 @app.command("news")
 @handle_errors(after=SAVED)
 @llm_command
-def news_cmd(
-    out_path: Out,
-    feed: Annotated[list[str] | None, typer.Option("--feed", help="RSS/Atom feed URL (repeatable).")] = None,
-    articles: Annotated[Path | None, typer.Option(help="JSONL of articles (title, url, published_at, ...).")] = None,
-    newsapi: Annotated[str | None, typer.Option(help="NewsAPI query (key in NEWSAPI_KEY), one request a day.")] = None,
-    days_from: Annotated[str | None, typer.Option("--from", help="First day for --newsapi (YYYY-MM-DD).")] = None,
-    days_to: Annotated[str | None, typer.Option("--to", help="Last day for --newsapi (default: --from).")] = None,
-    domains: Annotated[str | None, typer.Option(help="NewsAPI: comma-separated domains, e.g. apnews.com.")] = None,
-    newsapi_url: Annotated[str, typer.Option(help="NewsAPI-compatible API root.")] = "https://newsapi.org",
-    horizon_days: Annotated[
-        int, typer.Option(min=1, help="Questions resolve within this many days of the article.")
-    ] = 90,
-    per_article: Annotated[int, typer.Option(min=1, help="Most questions proposed per article.")] = 3,
-    span: Annotated[int, typer.Option(min=0, help="Reference-class variants per question (0: none).")] = 0,
-    rephrase: Annotated[
-        bool, typer.Option(help="Reword each question to stand alone, then reject it if the article settles it.")
-    ] = True,
-    dedupe: Annotated[
-        float, typer.Option(min=0, max=1, help="Entity overlap (Jaccard) at which an older article is dropped.")
-    ] = 0.25,
-    threshold: Threshold = 6,
-    verifier_model: Annotated[
-        str | None, typer.Option(help="Model that verifies the questions (default: --model).")
-    ] = None,
-    *,
-    llm_args: LLMArgs,
-) -> None:
+@options_from(NewsSources, "sources", flags={"feeds": "--feed", "first": "--from", "last": "--to"})
+@options_from(questions_from_news, "settings", build=dict)
+def news_cmd(out_path: Out, *, sources: NewsSources, settings: dict[str, Any], llm_args: LLMArgs) -> None:
     """Forecasting questions about what happens after news articles (paper appendix K), verified."""
     from ..questions.making import news_articles
-    from ..questions.news import questions_from_news
 
-    first = day(days_from, "--from")
-    sources = NewsSources(feed or (), articles, newsapi, first, day(days_to, "--to") or first, domains, newsapi_url)
-    kept, said = news_articles(sources, dedupe)
+    kept, said = news_articles(sources)
     say(said)
-    settings = {"horizon_days": horizon_days, "per_article": per_article, "threshold": threshold, "span": span,
-                "rephrase": rephrase, "verifier_model": verifier_model}  # fmt: skip
     report = llm_args.run(lambda llm: questions_from_news(kept, out_path, llm, llm_args.model, **settings))
     say(report.lines(), out)
 
@@ -266,6 +171,7 @@ def news_cmd(
 @app.command("resolve")
 @handle_errors(after=SAVED)
 @llm_command
+@options_from(resolve_questions, "call", build=dict)
 def resolve_cmd(
     questions: Annotated[Path, typer.Argument(help="Questions JSONL.")],
     out_path: Annotated[
@@ -278,19 +184,16 @@ def resolve_cmd(
         ),
     ] = None,
     as_of: Annotated[str | None, typer.Option(help="Resolve questions due by this day (default: today).")] = None,
-    votes: Annotated[int, typer.Option(min=1, help="Model answers per question; the majority of yes/no wins.")] = 1,
     *,
+    call: dict[str, Any],
     llm_args: LLMArgs,
 ) -> None:
     """Resolve unresolved questions past their resolution date with a model (yes/no/unknown, recorded in metadata)."""
     from ..jsonl import write_jsonl
-    from ..sources.resolve import resolve_questions
 
     pool = questions_of(questions)
     as_of_day = day(as_of, "--as-of") or date.today()
     target = out_path or resolved_file(questions)
-    resolved, report = llm_args.run(
-        lambda llm: resolve_questions(pool, llm, llm_args.model, as_of=as_of_day, votes=votes)
-    )
+    resolved, report = llm_args.run(lambda llm: resolve_questions(pool, llm, llm_args.model, as_of=as_of_day, **call))
     write_jsonl(target, resolved)
     say(report.lines(len(resolved), target), out)

@@ -1,7 +1,8 @@
 """Making base questions end to end: titles (from a topic, around a source question, or given), then bodies
 and resolution dates, then verification; and the articles that news questions are made from.
 
-What ``cc questions synth|related|fill|news`` run, as one call each, so the Python API gets the same.
+What ``cc questions synth|related|fill|news`` run, as one call each, so the Python API gets the same; the
+documented fields of :class:`Making`, :class:`Titling` and :class:`NewsSources` are those commands' options.
 """
 
 from __future__ import annotations
@@ -10,32 +11,51 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from annotated_doc import Doc
+from annotated_types import Ge, Le
 
 from ..embeddings import make_embedder
 from ..errors import InputError
 from ..llm import LLM
 from ..models import ForecastingQuestion
-from .pipeline import QuestionReport, Window, build_questions
+from .pipeline import QuestionReport, Threshold, Window, build_questions
 from .titles import related_titles, synthetic_titles
+
+Verify = Annotated[bool, Doc("Verify each new question with the model.")]
 
 
 @dataclass(frozen=True)
 class Making:
-    """How new questions are made: their dates, and whether a model verifies each (with the threshold)."""
+    """How new questions are made: their dates, and whether a model verifies each (with the threshold).
+    :meth:`dated` takes the dates as the command line gives them."""
 
     window: Window
-    verify: bool = True
-    threshold: int = 6
+    verify: Verify = True
+    threshold: Threshold = 6
+
+    @classmethod
+    def dated(
+        cls,
+        created: Annotated[str | None, Doc("Creation date of the questions (default: today).")] = None,
+        resolve_by: Annotated[str, Doc("Latest resolution date (YYYY-MM-DD).")] = "2028-01-01",
+        verify: Verify = True,
+        threshold: Threshold = 6,
+    ) -> Making:
+        """The dates as ``YYYY-MM-DD`` text, checked by :func:`window`; the other fields as they are."""
+        return cls(window(created, resolve_by), verify, threshold)
 
 
 @dataclass(frozen=True)
 class Titling:
     """How many titles are wanted, and how near-duplicates are told apart and dropped."""
 
-    n: int = 10
-    embeddings: str = "auto"
-    dedupe: float = 0.9
+    n: Annotated[int, Ge(1), Doc("How many questions to make.")] = 10
+    embeddings: Annotated[str, Doc("Title de-duplication: auto, lexical, minilm or a model spec.")] = "auto"
+    dedupe: Annotated[float, Ge(0), Le(1), Doc("Titles at least this similar (cosine) to a kept one are dropped.")] = (
+        0.9
+    )
 
 
 def window(created: str | date | None, resolve_by: str | date) -> Window:
@@ -122,15 +142,26 @@ def given(path: Path) -> Titles:
 
 @dataclass(frozen=True)
 class NewsSources:
-    """Where articles come from: RSS/Atom feeds, a JSONL file, NewsAPI (a query, days, domains)."""
+    """Where articles come from (RSS/Atom feeds, a JSONL file, NewsAPI: a query, days, domains), and how alike
+    two may be before the older is dropped. The fields are ``cc questions news``' options of the same names
+    (``feeds``: ``--feed``, ``first``/``last``: ``--from``/``--to``)."""
 
-    feeds: Sequence[str] = ()
-    articles: Path | None = None
-    newsapi: str | None = None
-    first: date | None = None
-    last: date | None = None
-    domains: str | None = None
-    newsapi_url: str = "https://newsapi.org"
+    feeds: Annotated[list[str] | None, Doc("RSS/Atom feed URL (repeatable).")] = None
+    articles: Annotated[Path | None, Doc("JSONL of articles (title, url, published_at, ...).")] = None
+    newsapi: Annotated[str | None, Doc("NewsAPI query (key in NEWSAPI_KEY), one request a day.")] = None
+    first: Annotated[str | None, Doc("First day for --newsapi (YYYY-MM-DD).")] = None
+    last: Annotated[str | None, Doc("Last day for --newsapi (default: --from).")] = None
+    domains: Annotated[str | None, Doc("NewsAPI: comma-separated domains, e.g. apnews.com.")] = None
+    newsapi_url: Annotated[str, Doc("NewsAPI-compatible API root.")] = "https://newsapi.org"
+    dedupe: Annotated[float, Ge(0), Le(1), Doc("Entity overlap (Jaccard) at which an older article is dropped.")] = 0.25
+
+    def days(self) -> list[date] | None:
+        """The days NewsAPI is asked about, ``first`` to ``last`` (one day: ``first``; None: no ``first``); a
+        bad date is an :class:`InputError` naming its option."""
+        first, last = day(self.first, "--from"), day(self.last, "--to")
+        if first is None:
+            return None
+        return [first + timedelta(days=i) for i in range(((last or first) - first).days + 1)]
 
 
 async def gather_articles(sources: NewsSources) -> tuple[list[Any], list[str]]:
@@ -141,6 +172,7 @@ async def gather_articles(sources: NewsSources) -> tuple[list[Any], list[str]]:
     from ..sources.http import HttpSettings, PageCache, WebClient
     from ..sources.news import NEWSAPI_VARIABLE, fetch_feeds, fetch_newsapi, load_articles, newsapi_fatal
 
+    days = sources.days()
     if not (sources.feeds or sources.articles or sources.newsapi):
         raise InputError("give --feed URL, --articles FILE or --newsapi QUERY")
     pool, problems = [], []
@@ -150,7 +182,7 @@ async def gather_articles(sources: NewsSources) -> tuple[list[Any], list[str]]:
             raise InputError("; ".join(str(e) for e in errors[:20]))
         pool += loaded
     key = optional_key(NEWSAPI_VARIABLE)
-    if sources.newsapi and sources.first is None:
+    if sources.newsapi and days is None:
         raise InputError("--newsapi needs --from (and optionally --to)")
     if sources.newsapi and not key:
         raise InputError(f"{NEWSAPI_VARIABLE} is not set: export it or put it in a .env file to use --newsapi")
@@ -159,9 +191,7 @@ async def gather_articles(sources: NewsSources) -> tuple[list[Any], list[str]]:
         async with WebClient("feeds", HttpSettings(requests_per_minute=60), cache) as web:
             got, bad = await fetch_feeds(list(sources.feeds), web)
             pool, problems = pool + got, problems + bad
-    if sources.newsapi and sources.first is not None:
-        first, last = sources.first, sources.last or sources.first
-        days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    if sources.newsapi and days is not None:
         settings = HttpSettings(requests_per_minute=30)
         async with WebClient("newsapi", settings, cache, {"X-Api-Key": key or ""}, newsapi_fatal) as web:
             got, bad = await fetch_newsapi(web, sources.newsapi_url, sources.newsapi, days, domains=sources.domains)
@@ -169,14 +199,14 @@ async def gather_articles(sources: NewsSources) -> tuple[list[Any], list[str]]:
     return pool, problems
 
 
-def news_articles(sources: NewsSources, dedupe: float) -> tuple[list[Any], list[str]]:
-    """The articles to read (near-duplicates by entity overlap ``dedupe`` dropped), and what to tell the
+def news_articles(sources: NewsSources) -> tuple[list[Any], list[str]]:
+    """The articles to read (near-duplicates by entity overlap ``sources.dedupe`` dropped), and what to tell the
     user first: a warning per source that could not be read, then how many articles were kept."""
     import asyncio
 
     from ..sources.news import dedupe_articles
 
     pool, problems = asyncio.run(gather_articles(sources))
-    kept, dropped = dedupe_articles(pool, dedupe)
+    kept, dropped = dedupe_articles(pool, sources.dedupe)
     said = f"{len(pool)} article(s), {dropped} near-duplicate(s) dropped, {len(kept)} to read"
     return kept, [f"warning {problem}" for problem in problems] + [said]

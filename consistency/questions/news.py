@@ -17,15 +17,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from annotated_doc import Doc
+from annotated_types import Ge
 from pydantic import BaseModel, Field
 
 from consistency.jsonl import AppendLog
 from consistency.llm import LLM
 from consistency.models import ForecastingQuestion
 from consistency.prompts import question_block, render
-from consistency.questions.pipeline import rejected_lines, rejects_path_for, verify_question
+from consistency.questions.pipeline import Threshold, rejected_lines, rejects_path_for, verify_question
 from consistency.sources.news import Article
 
 log = logging.getLogger(__name__)
@@ -233,12 +235,14 @@ async def questions_from_news(
     llm: LLM,
     model: str,
     *,
-    verifier_model: str | None = None,
-    horizon_days: int = 90,
-    per_article: int = 3,
-    threshold: int = 6,
-    span: int = 0,
-    rephrase: bool = True,
+    verifier_model: Annotated[str | None, Doc("Model that verifies the questions (default: --model).")] = None,
+    horizon_days: Annotated[int, Ge(1), Doc("Questions resolve within this many days of the article.")] = 90,
+    per_article: Annotated[int, Ge(1), Doc("Most questions proposed per article.")] = 3,
+    threshold: Threshold = 6,
+    span: Annotated[int, Ge(0), Doc("Reference-class variants per question (0: none).")] = 0,
+    rephrase: Annotated[
+        bool, Doc("Reword each question to stand alone, then reject it if the article settles it.")
+    ] = True,
     concurrency: int = 8,
 ) -> NewsReport:
     """Questions from each article not handled before, appended to ``out``; rejects (with the step
@@ -246,7 +250,8 @@ async def questions_from_news(
     reworded to stand alone, then re-checked strictly against the article: one the article already
     settles, or whose dates or entities drifted from it, is rejected before verification. Resumable:
     articles already met in either file are skipped, except those whose every record there is a
-    failed model call (an outage): they are read again."""
+    failed model call (an outage): they are read again. The documented parameters are ``cc questions news``'
+    options."""
     report = NewsReport(Path(out), rejects_path_for(Path(out)), articles=len(articles))
     settings = NewsSettings(model, verifier_model or model, horizon_days, per_article, threshold, span, rephrase)
     with AppendLog(report.path) as accepted, AppendLog(report.rejects_path) as rejects:

@@ -9,8 +9,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from annotated_doc import Doc
+from annotated_types import Ge, Le
 from pydantic import BaseModel, Field
 
 from ..generate.judgement import QuestionVerdict
@@ -22,6 +24,9 @@ from ..store.layout import rejects_file
 
 #: Namespace of the ids of generated questions (same title, same id).
 NAMESPACE = uuid.UUID("0d6a4f7e-31c2-4b8e-9f57-2a1e6c9b4d30")
+
+#: The verification score a question needs to be kept (``cc questions synth|related|fill|verify|news``).
+Threshold = Annotated[int, Ge(0), Le(10), Doc("Verification score (0-10) a question needs to be kept.")]
 
 
 @dataclass(frozen=True)
@@ -156,7 +161,7 @@ async def verify_questions(
     out: str | Path,
     llm: LLM,
     model: str,
-    threshold: int = 6,
+    threshold: Threshold = 6,
     concurrency: int = 16,
 ) -> QuestionReport:
     """Keep the questions that score at least ``threshold``; the others go to ``*.rejects.jsonl`` with reasons."""

@@ -14,8 +14,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
+from annotated_doc import Doc
+from annotated_types import Ge
 from pydantic import BaseModel, Field
 
 from ..llm import LLM
@@ -56,7 +58,7 @@ async def resolve_questions(
     model: str,
     *,
     as_of: date,
-    votes: int = 1,
+    votes: Annotated[int, Ge(1), Doc("Model answers per question; the majority of yes/no wins.")] = 1,
     concurrency: int = 8,
 ) -> tuple[list[ForecastingQuestion], ResolveReport]:
     """The questions in the same order, those due by ``as_of`` and unresolved given a model resolution."""
