@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ..questions import verify_questions
-from ..questions.making import Making, NewsSources, Titling, complete, day, given, synthetic
+from ..questions.making import Making, NewsSources, Titles, Titling, Topic, complete, day, given, synthetic
 from ..questions.making import related as related_to
 from ..questions.news import questions_from_news
 from ..sources.request import ScrapeFilters, ScrapePoliteness, scrape_request
@@ -57,21 +57,13 @@ def _make(titles_of, out_path: Path, making: Making, llm_args: LLMArgs, metadata
 @llm_command
 @making_options
 @titling_options
+@options_from(Topic, "topic")
 def synth(
-    category: Annotated[str, typer.Option(help="Topic of the questions, e.g. Economics.")],
-    tags: Annotated[str, typer.Option(help="Comma-separated tags to diversify them (Brazil,NBA,...).")],
-    out_path: Out,
-    examples: Examples = None,
-    *,
-    titling: Titling,
-    making: Making,
-    llm_args: LLMArgs,
+    out_path: Out, examples: Examples = None, *, topic: Topic, titling: Titling, making: Making, llm_args: LLMArgs
 ) -> None:
     """Synthetic questions for a category and tags: titles, de-duplicated, then bodies and resolution dates."""
     shots = questions_of(examples) if examples else []
-    tag_list = [t.strip() for t in tags.split(",") if t.strip()]
-    titles = synthetic(llm_args.model, category, tag_list, shots, making, titling)
-    _make(titles, out_path, making, llm_args, {"category": category, "tags": tag_list})
+    _make(synthetic(llm_args.model, topic, shots, making, titling), out_path, making, llm_args, topic.metadata)
 
 
 @app.command("related")
@@ -79,33 +71,31 @@ def synth(
 @llm_command
 @making_options
 @titling_options
+@options_from(related_to, "call", build=dict)
 def related(
     questions: Annotated[Path, typer.Option("--questions", "-q", help="JSONL holding the source question.")],
-    source_id: Annotated[str, typer.Option("--source-id", help="Id of the source question.")],
     out_path: Out,
     *,
+    call: dict[str, Any],
     titling: Titling,
     making: Making,
     llm_args: LLMArgs,
 ) -> None:
     """Questions related to one source question (appendix J); then `cc generate --around ID`."""
-    titles = related_to(llm_args.model, questions_of(questions), source_id, making, titling, str(questions))
-    _make(titles, out_path, making, llm_args, {"source_id": source_id})
+    titles = related_to(
+        llm_args.model, questions_of(questions), making=making, titling=titling, where=str(questions), **call
+    )
+    _make(titles, out_path, making, llm_args, {"source_id": call["source_id"]})
 
 
 @app.command("fill")
 @handle_errors(after=SAVED)
 @llm_command
 @making_options
-def fill(
-    titles: Annotated[Path, typer.Option("--titles", help="Text file, one question title per line.")],
-    out_path: Out,
-    *,
-    making: Making,
-    llm_args: LLMArgs,
-) -> None:
+@options_from(given, "titles", flags={"path": "--titles"})
+def fill(out_path: Out, *, titles: Titles, making: Making, llm_args: LLMArgs) -> None:
     """Bodies (resolution criteria) and resolution dates for questions given as titles only."""
-    _make(given(titles), out_path, making, llm_args)
+    _make(titles, out_path, making, llm_args)
 
 
 @app.command("verify")

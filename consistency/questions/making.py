@@ -99,14 +99,30 @@ async def complete(
                                  threshold=making.threshold, metadata=metadata)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Topic:
+    """What synthetic questions are about (``cc questions synth``'s options)."""
+
+    category: Annotated[str, Doc("Topic of the questions, e.g. Economics.")]
+    tags: Annotated[str, Doc("Comma-separated tags to diversify them (Brazil,NBA,...).")]
+
+    @property
+    def tag_list(self) -> list[str]:
+        return [t.strip() for t in self.tags.split(",") if t.strip()]
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """What each question made on it records of it."""
+        return {"category": self.category, "tags": self.tag_list}
+
+
 def synthetic(
-    model: str, category: str, tags: Sequence[str], examples: Sequence[ForecastingQuestion], making: Making,
-    titling: Titling,
-) -> Titles:  # fmt: skip
+    model: str, topic: Topic, examples: Sequence[ForecastingQuestion], making: Making, titling: Titling
+) -> Titles:
     """Titles for a category and tags (appendix L), de-duplicated."""
 
     async def titles_of(llm: LLM) -> list[str]:
-        return await synthetic_titles(llm, model, category=category, tags=tags, examples=examples,
+        return await synthetic_titles(llm, model, category=topic.category, tags=topic.tag_list, examples=examples,
                                       created=str(making.window.created), resolve_by=str(making.window.resolve_by),
                                       n=titling.n, embedder=make_embedder(titling.embeddings, llm),
                                       threshold=titling.dedupe)  # fmt: skip
@@ -115,7 +131,12 @@ def synthetic(
 
 
 def related(
-    model: str, pool: Sequence[ForecastingQuestion], source_id: str, making: Making, titling: Titling, where: str = ""
+    model: str,
+    pool: Sequence[ForecastingQuestion],
+    source_id: Annotated[str, Doc("Id of the source question.")],
+    making: Making,
+    titling: Titling,
+    where: str = "",
 ) -> Titles:
     """Titles of questions related to the question ``source_id`` of ``pool`` (appendix J; ``where``: its file)."""
     source = next((q for q in pool if q.id == source_id), None)
@@ -130,7 +151,7 @@ def related(
     return titles_of
 
 
-def given(path: Path) -> Titles:
+def given(path: Annotated[Path, Doc("Text file, one question title per line.")]) -> Titles:
     """The titles of a text file, one per line."""
     lines = [t.strip() for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
 
