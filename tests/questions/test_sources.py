@@ -427,3 +427,32 @@ def test_polymarket_keyset_pages_and_an_unusable_one_resumed(tmp_path):
     assert resumed.written == 1 and resumed.finished and not resumed.bad_pages
     assert cursors == [None, "c1", "c1", "c2", "c3"]
     assert [q["metadata"]["source_id"] for q in lines(out)] == ["501", "502"]
+
+
+def test_scrape_request_takes_the_command_options_as_typed_objects(tmp_path):
+    """The Python API under `cc questions scrape`: filters and politeness as documented objects (no loose dicts),
+    checked as the command checks them, then the same scrape and the same progress line."""
+    from consistency.errors import InputError
+    from consistency.sources.request import ScrapeFilters, ScrapePoliteness, progress_info, scrape_request
+
+    polite = ScrapePoliteness(rpm=0, timeout=5, max_attempts=2)
+    assert polite.settings(30).requests_per_minute is None  # 0: no limit
+    assert ScrapePoliteness().settings(30).requests_per_minute == 30  # None: the source's polite rate
+    assert (polite.settings(30).timeout, polite.settings(30).max_attempts) == (5, 2)
+    out = tmp_path / "q.jsonl"
+    wrong = [
+        (ScrapeFilters(types="binary,choice"), "manifold", "--types takes"),
+        (ScrapeFilters(), "kalshi", "unknown source 'kalshi'"),
+        (ScrapeFilters(status="closed"), "manifold", "--status must be"),
+        (ScrapeFilters(resolved_after="May"), "manifold", "--resolved-after must be a date"),
+    ]
+    for filters, source, said in wrong:
+        with pytest.raises(InputError, match=said):
+            scrape_request(source, out, filters, polite)
+    infos = []
+    with WebFixture(page_cap=3) as srv:
+        job = scrape_request("manifold", out, ScrapeFilters(types="binary", resolved_after="2024-05-01"), polite,
+                             base_url=srv.url_for("manifold"))  # fmt: skip
+        report = job(lambda page: infos.append(progress_info(page)))
+    assert report.written == 2 and len(lines(out)) == 2
+    assert infos and infos[-1] == f"{report.pages} pages, {sum(report.skipped.values())} skipped, 0 already there"

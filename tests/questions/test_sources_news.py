@@ -138,6 +138,20 @@ def test_feed_and_newsapi_through_the_cli(tmp_path, monkeypatch):
             assert NEWS_KEY not in path.read_text(errors="replace"), path
 
 
+def test_news_days_from_the_options_text():
+    """`--from`/`--to` as NewsSources takes them: a day range, none without --from, an empty one when --to is
+    before --from (as before they moved from the command), and a bad date named by its option."""
+    from consistency.errors import InputError
+    from consistency.questions.making import NewsSources
+
+    assert NewsSources(newsapi="x").days() is None
+    assert NewsSources(first="2024-06-03").days() == [date(2024, 6, 3)]
+    assert NewsSources(first="2024-06-03", last="2024-06-04").days() == [date(2024, 6, 3), date(2024, 6, 4)]
+    assert NewsSources(first="2024-06-03", last="2024-06-01").days() == []
+    with pytest.raises(InputError, match="--to must be a date"):
+        NewsSources(first="2024-06-03", last="June").days()
+
+
 def test_parse_atom_feed():
     atom = """<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>x</title>
       <entry><title>Vote set for July</title><link href="https://news.example/v"/>
