@@ -120,9 +120,9 @@ def verify_cmd(
         "the questions written stay; --resume carries on" if isinstance(exc, KeyboardInterrupt | OSError) else None
     )
 )
-@options_from(ScrapeFilters, "filters")
 @options_from(ScrapePoliteness, "http")
 @options_from(scrape_request, "call", flags={"n": "-n"}, build=dict)
+@options_from(ScrapeFilters, "filters")
 def scrape_cmd(
     source: Annotated[str, typer.Argument(help="metaculus, manifold or polymarket.")],
     out_path: Out,
@@ -146,8 +146,8 @@ def scrape_cmd(
 @app.command("news")
 @handle_errors(after=SAVED)
 @llm_command
-@options_from(NewsSources, "sources", flags={"feeds": "--feed", "first": "--from", "last": "--to"})
 @options_from(questions_from_news, "settings", build=dict)
+@options_from(NewsSources, "sources", flags={"feeds": "--feed", "first": "--from", "last": "--to"})
 def news_cmd(out_path: Out, *, sources: NewsSources, settings: dict[str, Any], llm_args: LLMArgs) -> None:
     """Forecasting questions about what happens after news articles (paper appendix K), verified."""
     from ..questions.making import news_articles
