@@ -29,7 +29,8 @@ Verify = Annotated[bool, Doc("Verify each new question with the model.")]
 @dataclass(frozen=True)
 class Making:
     """How new questions are made: their dates, and whether a model verifies each (with the threshold).
-    :meth:`dated` takes the dates as the command line gives them."""
+    :meth:`dated` takes the dates as the command line gives them; its parameters are ``cc questions
+    synth|related|fill``' options."""
 
     window: Window
     verify: Verify = True
@@ -49,7 +50,8 @@ class Making:
 
 @dataclass(frozen=True)
 class Titling:
-    """How many titles are wanted, and how near-duplicates are told apart and dropped."""
+    """How many titles are wanted, and how near-duplicates are told apart and dropped (``cc questions
+    synth|related``' options)."""
 
     n: Annotated[int, Ge(1), Doc("How many questions to make.")] = 10
     embeddings: Annotated[str, Doc("Title de-duplication: auto, lexical, minilm or a model spec.")] = "auto"

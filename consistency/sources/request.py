@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ScrapeFilters:
-    """What a scrape keeps, as text and numbers; :meth:`options` checks it into a
-    :class:`~.scraper.ScrapeOptions` (one sentence naming the option when a value is wrong)."""
+    """What a scrape keeps, as text and numbers (the command's filter options); :meth:`options` checks it into
+    a :class:`~.scraper.ScrapeOptions` (one sentence naming the option when a value is wrong)."""
 
     status: Annotated[str, Doc("resolved, open or all.")] = "resolved"
     types: Annotated[
@@ -77,8 +77,8 @@ class ScrapeFilters:
 
 @dataclass(frozen=True)
 class ScrapePoliteness:
-    """How a source is fetched (none of it changes what is scraped); :meth:`settings` makes the
-    :class:`~.http.HttpSettings`, ``rpm`` None meaning the source's polite rate and 0 no limit."""
+    """How a source is fetched (the command's HTTP options; none of it changes what is scraped): :meth:`settings`
+    makes the :class:`~.http.HttpSettings`, ``rpm`` None meaning the source's polite rate and 0 no limit."""
 
     rpm: Annotated[float | None, Ge(0), Doc("Requests a minute (default: the source's polite rate; 0: none).")] = None
     concurrency: Annotated[int, Ge(1), Doc("Requests in flight at once.")] = 4

@@ -61,7 +61,8 @@ async def resolve_questions(
     votes: Annotated[int, Ge(1), Doc("Model answers per question; the majority of yes/no wins.")] = 1,
     concurrency: int = 8,
 ) -> tuple[list[ForecastingQuestion], ResolveReport]:
-    """The questions in the same order, those due by ``as_of`` and unresolved given a model resolution."""
+    """The questions in the same order, those due by ``as_of`` and unresolved given a model resolution
+    (``votes``: ``cc questions resolve --votes``)."""
     report = ResolveReport()
     gate = asyncio.Semaphore(llm.settings.width(concurrency, len(questions)))
 
