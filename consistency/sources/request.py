@@ -6,6 +6,7 @@ documented fields and parameters are the command's options. Light to import (``-
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,8 +71,7 @@ class ScrapeFilters:
             raise InputError(f"--status must be resolved, open or all, got {self.status!r}")
         dates = ("resolved_after", "resolved_before", "created_after")
         when = {name: day(getattr(self, name), "--" + name.replace("_", "-")) for name in dates}
-        rest = ("min_forecasters", "min_volume", "min_traders", "search", "tournament", "min_days", "market_lead_days")
-        kept = {name: getattr(self, name) for name in rest}
+        kept = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("status", "types", *dates)}
         return ScrapeOptions(status=self.status, types=chosen, **when, **kept)
 
 
@@ -91,8 +91,8 @@ class ScrapePoliteness:
         from .http import HttpSettings
 
         rate = polite_rpm if self.rpm is None else (self.rpm or None)
-        return HttpSettings(requests_per_minute=rate, concurrency=self.concurrency, timeout=self.timeout,
-                            max_attempts=self.max_attempts, offline=self.offline, refresh=self.refresh)  # fmt: skip
+        rest = {k: v for k, v in dataclasses.asdict(self).items() if k != "rpm"}  # the same names there
+        return HttpSettings(requests_per_minute=rate, **rest)
 
 
 def scrape_request(
