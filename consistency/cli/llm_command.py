@@ -14,13 +14,16 @@ import typing
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from annotated_doc import Doc
 
-from ..llm import LLM, LLMSettings
+from ..llm.models import LLMSettings
 from .console import say
 from .declared import Flags, as_option, declared_fields, options_from, shared_options
+
+if TYPE_CHECKING:
+    from ..llm import LLM
 
 T = typing.TypeVar("T")
 
@@ -38,6 +41,8 @@ class LLMArgs:
     transcript: Path | None
 
     def client(self) -> LLM:
+        from ..llm import LLM
+
         return LLM(self.settings, transcript=self.transcript)
 
     def run(self, work: Callable[[LLM], Awaitable[T]]) -> T:
