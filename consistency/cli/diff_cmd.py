@@ -8,12 +8,15 @@ from typing import Annotated
 
 import typer
 
-from .bounds import above
+from ..evaluation.diff_options import DiffOptions
 from .console import err, escape, fmt, out, print_skipped, say, table
+from .declared import options_from
 from .exits import ExitCode
-from .options import AsJson, BootstrapSeed
+from .options import AsJson
 
 
+@options_from(DiffOptions, "options", flags={"resamples": "--bootstrap", "top": ("--top", "-n")},
+              names={"resamples": "bootstrap"}, hide_default=("min_shared",))  # fmt: skip
 def diff(
     run_a: Annotated[Path, typer.Argument(help="The reference run directory (e.g. the last run of main).")],
     run_b: Annotated[Path, typer.Argument(help="The run to compare against it.")],
@@ -25,46 +28,15 @@ def diff(
             "or when a check of A cannot be compared: B shares none of its tuples, or fewer than --min-shared.",
         ),
     ] = False,
-    min_shared: Annotated[
-        int | None,
-        typer.Option(
-            "--min-shared",
-            min=1,
-            help="Tuples (or resolved questions) each check of A must share with B for --fail-if-worse to pass "
-            "(default: the fewest with which the test can find B worse at the check's level: 6 at 0.05).",
-            show_default=False,
-        ),
-    ] = None,
-    level: Annotated[
-        float,
-        typer.Option(
-            "--level", min=0, max=1, callback=above(0, 1), help="Significance level of the tests and the intervals."
-        ),
-    ] = 0.05,
-    test: Annotated[str, typer.Option("--test", help="Paired test deciding 'worse': wilcoxon or sign.")] = "wilcoxon",
-    metric: Annotated[
-        str, typer.Option("--metric", help="Violation compared: default (arbitrage), default_scaled or frequentist.")
-    ] = "default",
-    top: Annotated[int, typer.Option("--top", "-n", min=0, help="Tuples that changed most, shown with answers.")] = 5,
-    bootstrap: Annotated[int, typer.Option(min=1, help="Paired bootstrap resamples for the intervals.")] = 1000,
-    seed: BootstrapSeed = 0,
     as_json: AsJson = False,
+    *,
+    options: DiffOptions,
 ) -> None:
     """Compare two runs on the tuples (or resolved questions) both scored: mean violation (or Brier score) of
     each, the paired difference B − A with a bootstrap interval and a paired test, and what changed most."""
     from ..evaluation.diff import diff_runs
 
-    result = diff_runs(
-        run_a,
-        run_b,
-        metric=metric,
-        resamples=bootstrap,
-        seed=seed,
-        level=level,
-        test=test,
-        top=top,
-        min_shared=min_shared,
-    )
+    result = diff_runs(run_a, run_b, options)
     worse, uncompared = result.worse(), result.not_comparable()
     if as_json:
         out.print_json(json.dumps(result.to_dict()))
