@@ -15,8 +15,13 @@ from .exits import ExitCode
 from .options import AsJson
 
 
-@options_from(DiffOptions, "options", flags={"resamples": "--bootstrap", "top": ("--top", "-n")},
-              names={"resamples": "bootstrap"}, hide_default=("min_shared",))  # fmt: skip
+@options_from(
+    DiffOptions,
+    "options",
+    flags={"resamples": "--bootstrap", "top": ("--top", "-n")},
+    names={"resamples": "bootstrap"},
+    hide_default=("min_shared",),
+)
 def diff(
     run_a: Annotated[Path, typer.Argument(help="The reference run directory (e.g. the last run of main).")],
     run_b: Annotated[Path, typer.Argument(help="The run to compare against it.")],
@@ -62,9 +67,19 @@ def _print(result) -> None:
         verdict = "[red]worse[/red]" if d.significantly_worse(cut, result.test) else ""
         verdict = verdict or ("[green]better[/green]" if d.significantly_better(cut, result.test) else "")
         interval = "-" if d.ci_low is None else f"[{d.ci_low:+.4f}, {d.ci_high:+.4f}]"
-        rows.append((escape(name) if name != "overall" else "[bold]overall[/bold]", d.n, fmt(d.mean_a), fmt(d.mean_b),
-                     "-" if d.diff is None else f"{d.diff:+.4f}", interval, f"{d.p(result.test):.3g}",
-                     f"{d.better}/{d.worse}/{d.same}", verdict))  # fmt: skip
+        rows.append(
+            (
+                escape(name) if name != "overall" else "[bold]overall[/bold]",
+                d.n,
+                fmt(d.mean_a),
+                fmt(d.mean_b),
+                "-" if d.diff is None else f"{d.diff:+.4f}",
+                interval,
+                f"{d.p(result.test):.3g}",
+                f"{d.better}/{d.worse}/{d.same}",
+                verdict,
+            )
+        )
     title = f"mean {what} (lower is better), B − A, p of the paired {result.test} test"
     grid = table(title, columns, rows, left=("check", ""), box="SIMPLE_HEAD", title_justify="left")
     out.print(f"A: {escape(str(result.a.path))} ({escape(result.a.label)})")
