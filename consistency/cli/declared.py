@@ -65,9 +65,9 @@ def as_option(
     return Annotated[base, typer.Option(*decls, **settings)], inspect.Parameter.empty if default is ... else default
 
 
-def option(annotation: Any, *flags: str) -> Any:
+def option(annotation: Any, *flags: str, show_default: bool = True) -> Any:
     """A declared type as a typer option's annotation (the default stays in the command's signature)."""
-    return as_option(annotation, None, flags)[0]
+    return as_option(annotation, None, flags, show_default)[0]
 
 
 def options_from(

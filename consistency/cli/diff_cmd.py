@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from ..evaluation.diff_options import DiffOptions
+from ..evaluation.diff_options import DiffOptions, FailIfWorse
 from .console import err, escape, fmt, out, print_skipped, say, table
-from .declared import options_from
+from .declared import option, options_from
 from .exits import ExitCode
 from .options import AsJson
 
@@ -19,20 +19,12 @@ from .options import AsJson
     DiffOptions,
     "options",
     flags={"resamples": "--bootstrap", "top": ("--top", "-n")},
-    names={"resamples": "bootstrap"},
     hide_default=("min_shared",),
 )
 def diff(
     run_a: Annotated[Path, typer.Argument(help="The reference run directory (e.g. the last run of main).")],
     run_b: Annotated[Path, typer.Argument(help="The run to compare against it.")],
-    fail_if_worse: Annotated[
-        bool,
-        typer.Option(
-            "--fail-if-worse",
-            help="Exit 1 when B is significantly worse than A (overall at --level, or a check at --level / checks), "
-            "or when a check of A cannot be compared: B shares none of its tuples, or fewer than --min-shared.",
-        ),
-    ] = False,
+    fail_if_worse: option(FailIfWorse, "--fail-if-worse") = False,
     as_json: AsJson = False,
     *,
     options: DiffOptions,
@@ -58,29 +50,15 @@ def diff(
         raise typer.Exit(ExitCode.FAILED)
 
 
+_VERDICT = {"worse": "[red]worse[/red]", "better": "[green]better[/green]", "": ""}
+
+
 def _print(result) -> None:
-    what = "Brier score" if result.a.kind == "ground_truth" else f"{result.metric} violation"
-    columns = ("check", "n", "A", "B", "B − A", f"{100 * (1 - result.level):g}% CI", "p", "better/worse/same", "")
-    rows = []
-    for name, d in [*result.groups.items(), ("overall", result.overall)]:
-        cut = result.level if name == "overall" else result.level / max(1, len(result.groups))
-        verdict = "[red]worse[/red]" if d.significantly_worse(cut, result.test) else ""
-        verdict = verdict or ("[green]better[/green]" if d.significantly_better(cut, result.test) else "")
-        interval = "-" if d.ci_low is None else f"[{d.ci_low:+.4f}, {d.ci_high:+.4f}]"
-        rows.append(
-            (
-                escape(name) if name != "overall" else "[bold]overall[/bold]",
-                d.n,
-                fmt(d.mean_a),
-                fmt(d.mean_b),
-                "-" if d.diff is None else f"{d.diff:+.4f}",
-                interval,
-                f"{d.p(result.test):.3g}",
-                f"{d.better}/{d.worse}/{d.same}",
-                verdict,
-            )
-        )
-    title = f"mean {what} (lower is better), B − A, p of the paired {result.test} test"
+    title, columns, rows = result.table()
+    rows = [
+        ("[bold]overall[/bold]" if name == "overall" else escape(name), n, fmt(a), fmt(b), *rest, _VERDICT[v])
+        for name, n, a, b, *rest, v in rows
+    ]
     grid = table(title, columns, rows, left=("check", ""), box="SIMPLE_HEAD", title_justify="left")
     out.print(f"A: {escape(str(result.a.path))} ({escape(result.a.label)})")
     out.print(f"B: {escape(str(result.b.path))} ({escape(result.b.label)})")

@@ -16,13 +16,7 @@ from .llm_command import LLMArgs, llm_command
 
 @handle_errors(after=SAVED)
 @llm_command
-@options_from(
-    choose_makers,
-    "choice",
-    flags={"verify": "--verify/--no-verify", "judge": "--verifier-model"},
-    names={"judge": "verifier_model"},
-    build=dict,
-)
+@options_from(choose_makers, "choice", flags={"verify": "--verify/--no-verify"}, build=dict)
 @options_from(GenerateSettings, "settings", flags={"n": "-n"}, build=dict)
 def generate_cmd(
     check: option(CheckSpec, "--check", "-c"),

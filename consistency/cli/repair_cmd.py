@@ -23,7 +23,6 @@ UNTOUCHED = "nothing was written (the inputs are untouched); run the command aga
 @options_from(
     RepairOptions,
     "options",
-    names={"out": "out_dir"},
     hide_default=("joint",),
     flags={
         "joint": "--joint/--per-tuple",

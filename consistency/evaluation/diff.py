@@ -134,6 +134,21 @@ class DiffResult:
         significantly = [f"B is significantly worse than A on {', '.join(worse)}"] if worse else []
         return self.not_comparable() + significantly
 
+    def table(self) -> tuple[str, tuple[str, ...], list[tuple[Any, ...]]]:
+        """Title, columns and a row per check then ``overall``: shared items, the two means, B − A with its
+        interval, p, the pairs better/worse/same, and the verdict at the row's level (worse, better or "")."""
+        what = "Brier score" if self.a.kind == "ground_truth" else f"{self.metric} violation"
+        columns = ("check", "n", "A", "B", "B − A", f"{100 * (1 - self.level):g}% CI", "p", "better/worse/same", "")
+        rows = []
+        for name, d in [*self.groups.items(), ("overall", self.overall)]:
+            cut = self.level if name == "overall" else self.group_level
+            verdict = "worse" if d.significantly_worse(cut, self.test) else ""
+            verdict = verdict or ("better" if d.significantly_better(cut, self.test) else "")
+            interval = "-" if d.ci_low is None else f"[{d.ci_low:+.4f}, {d.ci_high:+.4f}]"
+            rows.append((name, d.n, d.mean_a, d.mean_b, "-" if d.diff is None else f"{d.diff:+.4f}", interval,
+                         f"{d.p(self.test):.3g}", f"{d.better}/{d.worse}/{d.same}", verdict))  # fmt: skip
+        return f"mean {what} (lower is better), B − A, p of the paired {self.test} test", columns, rows
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "a": str(self.a.path),

@@ -17,6 +17,15 @@ from ..fields import BootstrapSeed
 
 TESTS = ("wilcoxon", "sign")
 
+#: The gate on a comparison (:meth:`.diff.DiffResult.failures`), as ``cc diff`` offers it.
+FailIfWorse = Annotated[
+    bool,
+    Doc(
+        "Exit 1 when B is significantly worse than A (overall at --level, or a check at --level / checks), "
+        "or when a check of A cannot be compared: B shares none of its tuples, or fewer than --min-shared."
+    ),
+]
+
 
 class DiffInputError(InputError):
     """A path that is not a run directory (or two runs that cannot be paired)."""

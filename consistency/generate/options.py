@@ -59,7 +59,7 @@ def choose_makers(
     ] = "auto",
     verify: Annotated[bool | None, Doc("Have a model verify each tuple (default: with llm).")] = None,
     threshold: Annotated[int, Ge(0), Le(10), Doc("Verifier score (0-10) a tuple needs to be kept.")] = 6,
-    judge: Annotated[str | None, Doc("Model for verification and relevance (default: --model).")] = None,
+    verifier_model: Annotated[str | None, Doc("Model for verification and relevance (default: --model).")] = None,
     relevance: Annotated[
         Literal["auto", "llm", "embeddings", "off"],
         Doc("How multi-question bases are ranked (auto: llm with the llm instantiator)."),
@@ -82,4 +82,4 @@ def choose_makers(
     if relevance == "auto":
         relevance = "llm" if instantiator == "llm" else "embeddings"
     verify = instantiator == "llm" if verify is None else verify
-    return Makers(model, instantiator, verify, threshold, judge, relevance, embeddings), why
+    return Makers(model, instantiator, verify, threshold, verifier_model, relevance, embeddings), why
