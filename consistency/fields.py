@@ -28,3 +28,10 @@ Concurrency = Annotated[int, Ge(1), Doc("Questions forecast at once.")]
 Epsilon = Annotated[float, Ge(0), Le(0.5), Doc("Forecasts of exactly 0 or 1 are moved to ε / 1-ε for arbitrage.")]
 Resamples = Annotated[int, Ge(0), Doc("Bootstrap resamples for the 95% interval of each mean (0: none).")]
 BootstrapSeed = Annotated[int, Ge(0), Doc("Seed of the bootstrap.")]
+Reasoning = Annotated[
+    bool | None,
+    Doc(
+        "Ask for a justification with the probability. Default: as `cc evaluate`'s basic forecaster "
+        "(yes, except for the bundled local model)."
+    ),
+]

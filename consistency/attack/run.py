@@ -31,6 +31,7 @@ from ..models import ForecastingQuestion, ForecastLine
 from ..paths import new_run_dir
 from ..store import layout
 from .families import Family, bases_of, default_families
+from .options import AttackDir, Baseline, Generator, Questions, Resume, SearchSettings, SeedTuples
 from .report import summarize, write_outputs
 from .search import Evaluated, Search, SearchOptions
 from .store import CONFIG, GENERATOR_TRANSCRIPT, JOURNAL, TRANSCRIPT, Journal, read_config, stale_temp
@@ -135,21 +136,22 @@ def attack(
     forecaster: Forecaster | str,
     *,
     budget: int,
-    out: str | Path | None = None,
+    out: AttackDir = None,
     checks: Sequence[str | Check] | None = None,
-    questions: str | Path | None = None,
-    tuples: str | Path | None = None,
-    generator: str | None = None,
+    questions: Questions = None,
+    tuples: SeedTuples = None,
+    generator: Generator = None,
     families: Sequence[Family] | None = None,
     forecaster_options: dict[str, str] | None = None,
-    options: SearchOptions | None = None,
+    options: SearchSettings | None = None,
     llm: LLMSettings | None = None,
-    baseline: bool = True,
-    resume: bool = False,
+    baseline: Baseline = True,
+    resume: Resume = False,
     on_round: Callable[[Search], None] | None = None,
 ) -> AttackResult:
     """Search for the tuples on which ``forecaster`` is most incoherent, spending at most ``budget`` forecasts.
 
+    ``options`` may be the :class:`~.options.SearchSettings` alone (scored with the default parameters).
     ``families`` replaces the built-in candidate families (:func:`default_families`) with your own
     proposal strategies. ``baseline`` also spends up to ``budget`` forecasts on uniformly sampled seed
     tuples (questions the search already forecast cost no call), for the report's comparison.
@@ -160,7 +162,7 @@ def attack(
         raise AttackError(
             "--batch does not fit an adaptive search (each round waits for the last one's answers); run without it"
         )
-    options = options or SearchOptions()
+    options = options if isinstance(options, SearchOptions) else SearchOptions(**asdict(options or SearchSettings()))
     options.budget = budget
     chosen = [get_check(c) for c in checks] if checks else list(all_checks())
     loaded = load_forecaster(forecaster, forecaster_options)

@@ -33,25 +33,16 @@ from ..models import ForecastEntry, ForecastingQuestion, parse_forecast
 from ..outcomes import forecast_row
 from .families import Candidate, Family, Fits, relation_tuple
 from .mutations import Lineage, Variant, model_variant, template_variant
+from .options import SearchSettings
 from .store import Journal, question_key, tuple_key
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class SearchOptions:
-    """How the search spends its budget (everything here is recorded with the attack)."""
+class SearchOptions(SearchSettings):
+    """How the search spends its budget and scores what it finds (everything here is recorded with the attack)."""
 
-    budget: int = 200  # target forecasts, a hard cap
-    keep: int = 20  # tuples returned (the most violated)
-    width: int = 8  # tuples evaluated per round
-    beam: int = 8  # the most violated tuples proposals grow around
-    exploration: float = 0.5  # UCB1's bonus weight
-    seed: int = 0
-    verify_threshold: int = 6  # verifier score (0-10) a tuple with model-written text needs
-    max_depth: int = 2  # mutations applied on top of each other at most
-    concurrency: int = 16
-    timeout: float | None = 300.0
     params: ScoreParams = field(default_factory=ScoreParams)
 
 

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..models import ForecastingQuestion
+from .. import fields
 from .console import err, escape, out, say
+from .declared import option
 from .exits import ExitCode
 from .llm_command import LLMArgs, llm_command, run_calls
 from .options import AsJson
@@ -22,20 +23,13 @@ def ask(
     title: Annotated[str, typer.Argument(help="The question, e.g. 'Will X happen before 2030?'")],
     body: Annotated[str, typer.Option("--body", help="Resolution criteria shown with the question.")] = "",
     as_json: AsJson = False,
-    reasoning: Annotated[
-        bool | None,
-        typer.Option(
-            "--reasoning/--no-reasoning",
-            help="Ask for a justification with the probability. Default: as `cc evaluate`'s basic forecaster "
-            "(yes, except for the bundled local model).",
-            show_default=False,
-        ),
-    ] = None,
+    reasoning: option(fields.Reasoning, "--reasoning/--no-reasoning", show_default=False) = None,
     *,
     llm_args: LLMArgs,
 ) -> None:
     """Ask a model for the probability that a question resolves YES."""
     from ..forecasters.asking import ask as ask_model
+    from ..models import ForecastingQuestion
 
     async def run() -> Answer:
         async with llm_args.client() as llm:

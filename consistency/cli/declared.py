@@ -43,10 +43,13 @@ def declared_fields(source: Any) -> dict[str, tuple[Any, Any]]:
     return {n: (hints[n], d) for n, d in defaults.items() if any(isinstance(m, Doc) for m in _metadata(hints[n]))}
 
 
-def as_option(annotation: Any, default: Any, flags: str | tuple[str, ...] = ()) -> tuple[Any, Any]:
-    """A declared field as a typer option: ``(Annotated[T, typer.Option(...)], default)``."""
+def as_option(
+    annotation: Any, default: Any, flags: str | tuple[str, ...] = (), show_default: bool = True
+) -> tuple[Any, Any]:
+    """A declared field as a typer option: ``(Annotated[T, typer.Option(...)], default)``; ``show_default=False``
+    where the help text says what the default is."""
     base, metadata = typing.get_args(annotation)[0], _metadata(annotation)
-    settings: dict[str, Any] = {}
+    settings: dict[str, Any] = {} if show_default else {"show_default": False}
     low = high = None
     for m in metadata:
         if isinstance(m, Doc):
@@ -63,9 +66,9 @@ def as_option(annotation: Any, default: Any, flags: str | tuple[str, ...] = ()) 
     return Annotated[base, typer.Option(*decls, **settings)], inspect.Parameter.empty if default is ... else default
 
 
-def option(annotation: Any, *flags: str) -> Any:
+def option(annotation: Any, *flags: str, show_default: bool = True) -> Any:
     """A declared type as a typer option's annotation (the default stays in the command's signature)."""
-    return as_option(annotation, None, flags)[0]
+    return as_option(annotation, None, flags, show_default)[0]
 
 
 def options_from(
@@ -76,12 +79,14 @@ def options_from(
     skip: Iterable[str] = (),
     names: dict[str, str] | None = None,
     build: Callable[[dict[str, Any]], Any] | None = None,
+    hide_default: Iterable[str] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Append the declared fields of ``source`` (but ``skip``) to a command as options, each parameter named
     as its field (or as ``names`` says, where two sources share a field name); the command gets
-    ``build(values)`` (default: ``source(**values)``) as ``param``, the values keyed by field."""
-    flags, skipped, names = flags or {}, set(skip), names or {}
-    options = {names.get(name, name): as_option(annotation, default, flags.get(name, ()))
+    ``build(values)`` (default: ``source(**values)``) as ``param``, the values keyed by field. The fields in
+    ``hide_default`` show no default in ``--help`` (their help text tells it)."""
+    flags, skipped, names, hidden = flags or {}, set(skip), names or {}, set(hide_default)
+    options = {names.get(name, name): as_option(annotation, default, flags.get(name, ()), name not in hidden)
                for name, (annotation, default) in declared_fields(source).items() if name not in skipped}  # fmt: skip
     fields = {names.get(name, name): name for name in declared_fields(source)}
     make = build or (lambda values: source(**values))

@@ -8,63 +8,32 @@ from typing import Annotated
 
 import typer
 
-from .bounds import above
+from ..evaluation.diff_options import DiffOptions, FailIfWorse
 from .console import err, escape, fmt, out, print_skipped, say, table
+from .declared import option, options_from
 from .exits import ExitCode
-from .options import AsJson, BootstrapSeed
+from .options import AsJson
 
 
+@options_from(
+    DiffOptions,
+    "options",
+    flags={"resamples": "--bootstrap", "top": ("--top", "-n")},
+    hide_default=("min_shared",),
+)
 def diff(
     run_a: Annotated[Path, typer.Argument(help="The reference run directory (e.g. the last run of main).")],
     run_b: Annotated[Path, typer.Argument(help="The run to compare against it.")],
-    fail_if_worse: Annotated[
-        bool,
-        typer.Option(
-            "--fail-if-worse",
-            help="Exit 1 when B is significantly worse than A (overall at --level, or a check at --level / checks), "
-            "or when a check of A cannot be compared: B shares none of its tuples, or fewer than --min-shared.",
-        ),
-    ] = False,
-    min_shared: Annotated[
-        int | None,
-        typer.Option(
-            "--min-shared",
-            min=1,
-            help="Tuples (or resolved questions) each check of A must share with B for --fail-if-worse to pass "
-            "(default: the fewest with which the test can find B worse at the check's level: 6 at 0.05).",
-            show_default=False,
-        ),
-    ] = None,
-    level: Annotated[
-        float,
-        typer.Option(
-            "--level", min=0, max=1, callback=above(0, 1), help="Significance level of the tests and the intervals."
-        ),
-    ] = 0.05,
-    test: Annotated[str, typer.Option("--test", help="Paired test deciding 'worse': wilcoxon or sign.")] = "wilcoxon",
-    metric: Annotated[
-        str, typer.Option("--metric", help="Violation compared: default (arbitrage), default_scaled or frequentist.")
-    ] = "default",
-    top: Annotated[int, typer.Option("--top", "-n", min=0, help="Tuples that changed most, shown with answers.")] = 5,
-    bootstrap: Annotated[int, typer.Option(min=1, help="Paired bootstrap resamples for the intervals.")] = 1000,
-    seed: BootstrapSeed = 0,
+    fail_if_worse: option(FailIfWorse, "--fail-if-worse") = False,
     as_json: AsJson = False,
+    *,
+    options: DiffOptions,
 ) -> None:
     """Compare two runs on the tuples (or resolved questions) both scored: mean violation (or Brier score) of
     each, the paired difference B − A with a bootstrap interval and a paired test, and what changed most."""
     from ..evaluation.diff import diff_runs
 
-    result = diff_runs(
-        run_a,
-        run_b,
-        metric=metric,
-        resamples=bootstrap,
-        seed=seed,
-        level=level,
-        test=test,
-        top=top,
-        min_shared=min_shared,
-    )
+    result = diff_runs(run_a, run_b, options)
     worse, uncompared = result.worse(), result.not_comparable()
     if as_json:
         out.print_json(json.dumps(result.to_dict()))
@@ -81,19 +50,15 @@ def diff(
         raise typer.Exit(ExitCode.FAILED)
 
 
+_VERDICT = {"worse": "[red]worse[/red]", "better": "[green]better[/green]", "": ""}
+
+
 def _print(result) -> None:
-    what = "Brier score" if result.a.kind == "ground_truth" else f"{result.metric} violation"
-    columns = ("check", "n", "A", "B", "B − A", f"{100 * (1 - result.level):g}% CI", "p", "better/worse/same", "")
-    rows = []
-    for name, d in [*result.groups.items(), ("overall", result.overall)]:
-        cut = result.level if name == "overall" else result.level / max(1, len(result.groups))
-        verdict = "[red]worse[/red]" if d.significantly_worse(cut, result.test) else ""
-        verdict = verdict or ("[green]better[/green]" if d.significantly_better(cut, result.test) else "")
-        interval = "-" if d.ci_low is None else f"[{d.ci_low:+.4f}, {d.ci_high:+.4f}]"
-        rows.append((escape(name) if name != "overall" else "[bold]overall[/bold]", d.n, fmt(d.mean_a), fmt(d.mean_b),
-                     "-" if d.diff is None else f"{d.diff:+.4f}", interval, f"{d.p(result.test):.3g}",
-                     f"{d.better}/{d.worse}/{d.same}", verdict))  # fmt: skip
-    title = f"mean {what} (lower is better), B − A, p of the paired {result.test} test"
+    title, columns, rows = result.table()
+    rows = [
+        ("[bold]overall[/bold]" if name == "overall" else escape(name), n, fmt(a), fmt(b), *rest, _VERDICT[v])
+        for name, n, a, b, *rest, v in rows
+    ]
     grid = table(title, columns, rows, left=("check", ""), box="SIMPLE_HEAD", title_justify="left")
     out.print(f"A: {escape(str(result.a.path))} ({escape(result.a.label)})")
     out.print(f"B: {escape(str(result.b.path))} ({escape(result.b.label)})")

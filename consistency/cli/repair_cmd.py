@@ -7,8 +7,10 @@ from typing import Annotated
 
 import typer
 
+from ..repair.options import RepairOptions
 from ..store.layout import REPAIR_REPORT
 from .console import err, escape, out, say, show, table
+from .declared import options_from
 from .errors import handle_errors
 from .exits import ExitCode
 from .options import AsJson
@@ -18,6 +20,17 @@ UNTOUCHED = "nothing was written (the inputs are untouched); run the command aga
 
 
 @handle_errors(after=lambda exc, _: UNTOUCHED if isinstance(exc, KeyboardInterrupt) else "nothing was written")
+@options_from(
+    RepairOptions,
+    "options",
+    hide_default=("joint",),
+    flags={
+        "joint": "--joint/--per-tuple",
+        "out": ("--out", "-o"),
+        "force": "--force",
+        "skip_conflicts": "--skip-conflicts",
+    },
+)
 def repair(
     path: Annotated[
         Path,
@@ -26,60 +39,20 @@ def repair(
             show_default=False,
         ),
     ],
-    score: Annotated[
-        str,
-        typer.Option(
-            "--score",
-            help="Geometry: brier (Euclidean projection) or log (the KL projection: per tuple, the arbitrage prices).",
-        ),
-    ] = "brier",
-    joint: Annotated[
-        bool | None,
-        typer.Option(
-            "--joint/--per-tuple",
-            help="One repaired value per question over every tuple that shares it (log: yes/no checks), or each "
-            "tuple on its own (default: joint for brier, per tuple for log).",
-            show_default=False,
-        ),
-    ] = None,
-    out_dir: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Where the repaired directory goes (default: PATH-repaired-SCORE-MODE)."),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace OUT when it holds an earlier repair.")] = False,
-    resolutions: Annotated[
-        Path | None,
-        typer.Option(
-            "--resolutions",
-            help="A questions or ground-truth results file: resolutions for questions of the same text.",
-        ),
-    ] = None,
-    skip_conflicts: Annotated[
-        bool,
-        typer.Option(
-            "--skip-conflicts",
-            help="Joint repair of tuples that contradict each other: leave out each conflicting set found (listed) "
-            "and repair the rest (default: stop, name the conflicting tuples, write nothing).",
-        ),
-    ] = False,
     as_json: AsJson = False,
+    *,
+    options: RepairOptions,
 ) -> None:
     """Project the forecasts onto the coherent set (no model calls) and write a repaired run directory.
 
     The repaired forecasts score better than the originals in every possible world (Brier: by at least the
     squared distance moved; log: by the KL divergence moved, per tuple the arbitrage profit); where questions
     are resolved the realized change is shown."""
-    from ..errors import InputError
     from ..repair.conflicts import summary
     from ..repair.runs import ConflictingForecasts, repair_run
 
-    if score not in ("brier", "log"):
-        raise InputError(f"--score must be brier or log, not {score}")
-    if joint is None:
-        joint = score == "brier"
     try:
-        report = repair_run(path, score, joint, out_dir, force=force, resolutions=resolutions,  # type: ignore[arg-type]
-                            skip_conflicts=skip_conflicts)  # fmt: skip
+        report = repair_run(path, options=options)
     except ConflictingForecasts as exc:
         err.print(
             f"[red]conflict[/red]: {escape(summary(len(exc.described), exc.kind, exc.certain))}, so nothing was "

@@ -14,19 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
 from ..jsonl import LineError
 from ..metrics.paired import PairedDiff, paired_diffs
 from ..metrics.scoring import METRICS, ScoreParams, score_forecasts
 from ..store.layout import GROUND_TRUTH
 from ..store.meta import RunMeta
 from ..store.runs import ForecastFile, Run, RunError, RunKind, read_run
-
-TESTS = ("wilcoxon", "sign")
-
-
-class DiffInputError(InputError):
-    """A path that is not a run directory (or two runs that cannot be paired)."""
+from .diff_options import DiffInputError, DiffOptions
 
 
 @dataclass
@@ -140,6 +134,21 @@ class DiffResult:
         significantly = [f"B is significantly worse than A on {', '.join(worse)}"] if worse else []
         return self.not_comparable() + significantly
 
+    def table(self) -> tuple[str, tuple[str, ...], list[tuple[Any, ...]]]:
+        """Title, columns and a row per check then ``overall``: shared items, the two means, B − A with its
+        interval, p, the pairs better/worse/same, and the verdict at the row's level (worse, better or "")."""
+        what = "Brier score" if self.a.kind == "ground_truth" else f"{self.metric} violation"
+        columns = ("check", "n", "A", "B", "B − A", f"{100 * (1 - self.level):g}% CI", "p", "better/worse/same", "")
+        rows = []
+        for name, d in [*self.groups.items(), ("overall", self.overall)]:
+            cut = self.level if name == "overall" else self.group_level
+            verdict = "worse" if d.significantly_worse(cut, self.test) else ""
+            verdict = verdict or ("better" if d.significantly_better(cut, self.test) else "")
+            interval = "-" if d.ci_low is None else f"[{d.ci_low:+.4f}, {d.ci_high:+.4f}]"
+            rows.append((name, d.n, d.mean_a, d.mean_b, "-" if d.diff is None else f"{d.diff:+.4f}", interval,
+                         f"{d.p(self.test):.3g}", f"{d.better}/{d.worse}/{d.same}", verdict))  # fmt: skip
+        return f"mean {what} (lower is better), B − A, p of the paired {self.test} test", columns, rows
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "a": str(self.a.path),
@@ -199,27 +208,15 @@ def read_run_scores(path: str | Path, metric: str = "default") -> RunScores:
 
 
 def diff_runs(
-    a: str | Path | RunScores,
-    b: str | Path | RunScores,
-    *,
-    metric: str = "default",
-    resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.05,
-    test: str = "wilcoxon",
-    top: int = 5,
-    min_shared: int | None = None,
+    a: str | Path | RunScores, b: str | Path | RunScores, options: DiffOptions | None = None, **settings: Any
 ) -> DiffResult:
     """Compare run B against run A on the items both scored; differences are B − A (positive: B worse).
 
-    ``min_shared`` is how many items each check of A must share with B for :meth:`DiffResult.failures` to
-    pass (default: the fewest with which the test can find a difference at the check's level)."""
-    if test not in TESTS:
-        raise DiffInputError(f"unknown test {test!r} (tests: {', '.join(TESTS)})")
-    if not 0 < level < 1:  # NaN too: every comparison with it is false
-        raise DiffInputError(f"level must be between 0 and 1, got {level}")
-    if min_shared is not None and min_shared < 1:
-        raise DiffInputError(f"min_shared must be at least 1 (a gate must compare something), got {min_shared}")
+    ``options`` (or ``settings``, its fields by name: ``diff_runs(a, b, level=0.01)``) say how. ``min_shared``
+    is how many items each check of A must share with B for :meth:`DiffResult.failures` to pass (default: the
+    fewest with which the test can find a difference at the check's level)."""
+    o = options if options is not None else DiffOptions(**settings)
+    metric, level, test, top = o.metric, o.level, o.test, o.top
     ra = a if isinstance(a, RunScores) else read_run_scores(a, metric)
     rb = b if isinstance(b, RunScores) else read_run_scores(b, metric)
     if ra.kind != rb.kind:
@@ -242,11 +239,15 @@ def diff_runs(
     for name in sorted(set(ra.groups) ^ set(rb.groups)):
         notes.append(f"{name}: only in {'A' if name in ra.groups else 'B'} (left out)")
     each, overall = paired_diffs(
-        [p[0] for p in pairs.values()], [p[1] for p in pairs.values()], resamples=resamples, seed=seed, level=1 - level
+        [p[0] for p in pairs.values()],
+        [p[1] for p in pairs.values()],
+        resamples=o.resamples,
+        seed=o.seed,
+        level=1 - level,
     )
     groups = dict(zip(pairs, each, strict=True))
     changed = _most_changed(ra, rb, pairs, top)
-    return DiffResult(ra, rb, metric, groups, overall, changed, notes, level, test, min_shared)
+    return DiffResult(ra, rb, metric, groups, overall, changed, notes, level, test, o.min_shared)
 
 
 def fewest_to_reject(level: float) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..fields import Reasoning
 from ..llm import LLM, LLMResult, RunStats
 from ..llm.secrets import redact
 from ..models import ForecastingQuestion
@@ -52,7 +53,7 @@ class Answer:
         return f"{redact(self.model)}: {r.latency:.2f}s, {source}, {tokens}, {cost}"
 
 
-async def ask(llm: LLM, model: str, question: ForecastingQuestion, reasoning: bool | None = None) -> Answer:
+async def ask(llm: LLM, model: str, question: ForecastingQuestion, reasoning: Reasoning = None) -> Answer:
     """``question`` asked of ``model`` as ``cc evaluate``'s basic forecaster asks it, once."""
     messages, schema = BasicForecaster(model, reasoning=reasoning).request(question)
     result = await llm.structured(model, messages, schema)

@@ -26,6 +26,7 @@ from ..jsonl import AppendLog
 from ..models import ForecastingQuestion
 from .chains import NO_HORIZON, NoHorizon
 from .llm import InstantiationError
+from .options import GenerateSettings
 from .relevance import Ranked, RelevanceRanker
 from .tuples import Instantiator, choose_around, choose_bases
 from .verify import TupleVerifier
@@ -37,13 +38,9 @@ SKIPPED = "skipped"  # the step of a base the instantiator cannot use: counted a
 
 
 @dataclass
-class GenerateOptions:
-    n: int = 50
-    candidates: int = 2000  # sampled base assignments (multi-question checks)
-    top: int | None = None  # best-ranked candidates used (None: down the ranking until n are accepted)
-    prefilter: int | None = None  # kept by embedding similarity before the model scores (default 3 * (top or n))
-    seed: int = 0
-    concurrency: int = 16  # tuples in progress at once
+class GenerateOptions(GenerateSettings):
+    """How many tuples, from how many candidates, how many at once, and around which question."""
+
     around: ForecastingQuestion | None = None  # every tuple contains this question (appendix J)
 
 

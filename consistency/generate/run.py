@@ -8,7 +8,6 @@ with its reason while the others go on.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..checks import Check, UnknownCheckError, all_checks, get_check
@@ -18,6 +17,7 @@ from ..llm import LLM
 from ..models import ForecastingQuestion
 from .chains import NO_HORIZON
 from .llm import LLMInstantiator
+from .options import AroundId, CheckSpec, Makers, OutDir
 from .pipeline import GenerateOptions, GenerateReport, generate
 from .relevance import RelevanceRanker
 from .template import TemplateInstantiator
@@ -27,20 +27,7 @@ from .verify import TupleVerifier
 Track = Callable[[Check], Callable[[GenerateReport], None]]
 
 
-@dataclass(frozen=True)
-class Makers:
-    """Who makes, checks and ranks the tuples."""
-
-    model: str  # writes the fields (llm instantiator)
-    instantiator: str = "template"  # llm or template
-    verify: bool = False
-    threshold: int = 6  # verifier score (0-10) a tuple needs
-    judge: str | None = None  # verifies and scores relevance (default: model)
-    relevance: str = "embeddings"  # llm, embeddings or off
-    embeddings: str = "auto"
-
-
-def choose_checks(spec: str) -> list[Check]:
+def choose_checks(spec: CheckSpec) -> list[Check]:
     """``all``, one name, or a comma-separated list (``neg,cond``), in the order given, without repeats."""
     names = [part.strip() for part in spec.replace(";", ",").split(",") if part.strip()]
     if not names:
@@ -53,7 +40,7 @@ def choose_checks(spec: str) -> list[Check]:
 async def generate_checks(
     checks: Sequence[Check],
     pool: Sequence[ForecastingQuestion],
-    out_dir: str | Path,
+    out_dir: OutDir,
     options: GenerateOptions,
     makers: Makers,
     llm: LLM,
@@ -108,33 +95,20 @@ def shortfall(report: GenerateReport, options: GenerateOptions, questions: int) 
     )
 
 
-def choose_makers(
-    model: str,
-    instantiator: str = "auto",
-    verify: bool | None = None,
-    threshold: int = 6,
-    judge: str | None = None,
-    relevance: str = "auto",
-    embeddings: str = "auto",
-) -> tuple[Makers, str | None]:
-    """The makers, ``auto`` resolved: the llm instantiator with a hosted model, templates with only the bundled
-    local one; verification with the llm instantiator; relevance by llm with it, else by embeddings. Also
-    why the instantiator was chosen, when it was (None when ``instantiator`` was given)."""
-    why = None
-    if instantiator == "auto":
-        from ..llm.secrets import redact
-
-        hosted = model != "local"
-        instantiator = "llm" if hosted else "template"
-        why = f"model {redact(model)} is hosted" if hosted else "the only model is the bundled local one"
-    if relevance == "auto":
-        relevance = "llm" if instantiator == "llm" else "embeddings"
-    verify = instantiator == "llm" if verify is None else verify
-    return Makers(model, instantiator, verify, threshold, judge, relevance, embeddings), why
+def out_directory(out_dir: OutDir) -> Path:
+    """``out_dir``, refused in one sentence when it is a file (it is made when the first tuple is written)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir} is a file, not a directory: --out takes a directory")
+    return out_dir
 
 
-def around_question(pool: Sequence[ForecastingQuestion], question_id: str, where: str | Path) -> ForecastingQuestion:
-    """The question every tuple must contain (appendix J), found by id in the pool read from ``where``."""
+def around_question(
+    pool: Sequence[ForecastingQuestion], question_id: AroundId, where: str | Path
+) -> ForecastingQuestion | None:
+    """The question every tuple must contain (appendix J), found by id in the pool read from ``where``
+    (None when there is no ``question_id``)."""
+    if question_id is None:
+        return None
     found = next((q for q in pool if q.id == question_id), None)
     if found is None:
         raise InputError(f"no question with id {question_id} in {where}")

@@ -35,6 +35,7 @@ from . import Score, repair_graph, repair_tuples
 from .categorical import MAX_HULL_WORLDS
 from .common import SCORES
 from .conflicts import ConflictingTuples, summary
+from .options import RepairOptions
 from .report_model import CheckRepair, ConflictTuple, RepairReport, RepairTotal, Sums, contradictory, mean_violation
 from .sources import CheckTuples, ForecastGraph, RepairInputError, read_graph
 
@@ -70,28 +71,22 @@ def default_out(source: str | Path, score: str, joint: bool) -> Path:
     return source.parent / f"{source.name.rstrip('/')}-repaired-{score}-{'joint' if joint else 'per-tuple'}"
 
 
-def repair_run(
-    path: str | Path,
-    score: Score = "brier",
-    joint: bool = True,
-    out: str | Path | None = None,
-    *,
-    force: bool = False,
-    resolutions: str | Path | None = None,
-    skip_conflicts: bool = False,
-) -> RepairReport:
+def repair_run(path: str | Path, *args: Any, options: RepairOptions | None = None, **settings: Any) -> RepairReport:
     """Repair the forecasts of ``path`` (a run directory or a directory of ``<Checker>.jsonl`` forecasts) and
     write the repaired directory to ``out`` (default: next to ``path``, ``<name>-repaired-<score>-<joint|per-tuple>``).
 
+    How: ``options``, or its fields (``score``, ``joint``, ``out`` in that order, the others by name).
     ``out`` is refused when it exists, unless ``force`` and it holds an earlier repair (never anything else),
     and when it is, holds or lies inside an input (symbolic links resolved): inputs are never modified.
     A joint repair of tuples that contradict each other raises :class:`ConflictingForecasts` and writes
     nothing, unless ``skip_conflicts``: then the conflicting tuples are left out (listed in the report).
     """
+    o = options if options is not None else RepairOptions(*args, **settings)
+    score, joint, resolutions = o.score, bool(o.joint), o.resolutions
     source = Path(path)
-    target = output_dir(Path(out) if out is not None else default_out(source, score, joint))
-    _check_target([source, *([Path(resolutions)] if resolutions is not None else [])], target, force)
-    repaired = repair_forecasts(source, score, joint, resolutions=resolutions, skip_conflicts=skip_conflicts)
+    target = output_dir(Path(o.out) if o.out is not None else default_out(source, score, joint))
+    _check_target([source, *([Path(resolutions)] if resolutions is not None else [])], target, o.force)
+    repaired = repair_forecasts(source, score, joint, resolutions=resolutions, skip_conflicts=o.skip_conflicts)  # type: ignore[arg-type]
     repaired.report.out = str(target)
     write_repaired(repaired, target)
     return repaired.report

@@ -272,6 +272,19 @@ def test_every_check_of_the_bundled_sample_is_coherent_after_a_repair(tmp_path, 
     assert done.exit_code == 0, done.output
 
 
+def test_the_python_api_takes_the_commands_defaults_and_checks(run, tmp_path):
+    """``repair_run`` and ``cc repair`` share RepairOptions: per tuple is the default with the log score
+    (it was joint in Python only), and an unknown score is refused in the same sentence."""
+    from consistency.errors import InputError
+
+    report = repair_run(run, "log", out=tmp_path / "log")
+    assert report.joint is False and report.score == "log"
+    assert repair_run(run, out=tmp_path / "brier").joint is True
+    with pytest.raises(InputError, match="--score must be brier or log, not spherical"):
+        repair_run(run, "spherical", out=tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+
+
 # --------------------------------------------------------------------------- where the output may go
 
 
