@@ -38,3 +38,10 @@ def cannot_read(exc: OSError) -> str:
             link = " (a symbolic link that leads to no file: its target is missing, or a loop)"
     where = f"{name}: " if name is not None else ""
     return f"cannot read {where}{exc.strerror or exc}{link}"
+
+
+def sentence_for(exc: OSError) -> str:
+    """One sentence for a file a command cannot use: which, why, and (when writing) the fix."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS):
+        return cannot_write(exc)
+    return cannot_read(exc)

@@ -67,6 +67,7 @@ def handle_errors(func: Callable[..., Any] | None = None, *, after: After = None
 def report(exc: BaseException, note: str | None = None) -> ExitCode:
     """Print what ``exc`` means for the user (``note``: where the work is, how to go on); its exit code."""
     from ..errors import InputError, Interrupted, RunFailed
+    from ..write_errors import sentence_for
     from .console import err, escape
 
     def error(sentence: str) -> None:
@@ -89,7 +90,7 @@ def report(exc: BaseException, note: str | None = None) -> ExitCode:
         error(str(exc))
         return ExitCode.USAGE
     if isinstance(exc, OSError):  # the machine's, not ours: a file that cannot be read or written
-        error(os_sentence(exc))
+        error(sentence_for(exc))
         if note:
             err.print(escape(note))
         return ExitCode.USAGE
@@ -98,17 +99,6 @@ def report(exc: BaseException, note: str | None = None) -> ExitCode:
     traceback.print_exception(exc)
     err.print(f"[red]{BUG}[/red]", soft_wrap=True)
     return ExitCode.FAILED
-
-
-def os_sentence(exc: OSError) -> str:
-    """One sentence for a file the command cannot use: which, why, and (when writing) the fix."""
-    import errno
-
-    from ..write_errors import cannot_read, cannot_write
-
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS):
-        return cannot_write(exc)
-    return cannot_read(exc)
 
 
 def _note(after: After, exc: BaseException, kwargs: dict[str, Any]) -> str | None:
