@@ -9,7 +9,7 @@ import typer
 from rich.console import Group
 
 from ..accuracy.settings import SOURCES, Board
-from ..forecastbench.board import BoardRequest
+from ..forecastbench.requests import BoardRequest
 from .console import err, escape, fmt, show, table
 from .declared import options_from
 from .options import AsJson

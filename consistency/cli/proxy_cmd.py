@@ -15,7 +15,6 @@ from .declared import options_from
 from .options import AsJson
 from .table_options import merged, skipping
 
-
 _FLAGS = {"aggregators": ("--aggregators", "-a"), "loo": "--loo/--with-self", "zscore": "--zscore/--raw"}
 
 
