@@ -19,7 +19,7 @@ from ..jsonl import LineError
 from ..metrics.stats import bootstrap_mean_ci
 from . import difficulty, proper, proxy
 from .inputs import ScoreInputError
-from .settings import Board
+from .settings import Board, Comparing
 from .significance import BootstrapResult, TTestResult, early_closer_filter, head_to_head, weighted_bootstrap
 from .significance import weighted_t_test as t_test
 from .table import ForecastTable, NoForecastsError
@@ -311,12 +311,12 @@ class Comparison:
         }
 
 
-def compare(
-    table: ForecastTable, a: str, b: str, *, resamples: int = 10_000, seed: int = 0, as_of: datetime | None = None
-) -> Comparison:
-    """Head-to-head of A against B on the resolved questions both answered (Metaculus method)."""
-    if as_of is not None:
-        table, _ = hold_back_early_closers(table, as_of)
+def compare(table: ForecastTable, a: str, b: str, settings: Comparing | None = None) -> Comparison:
+    """Head-to-head of A against B on the resolved questions both answered (Metaculus method); ``settings``:
+    ``cc compare``'s options (its ``duplicates`` is the table reader's)."""
+    settings = settings or Comparing()
+    if settings.as_of is not None:
+        table, _ = hold_back_early_closers(table, settings.as_of)
     table, _ = resolved(table)
     for name in (a, b):
         if name not in table.forecasters:
@@ -340,7 +340,7 @@ def compare(
         h2h.weight_sum,
         h2h.mean,
         t_test(h2h.scores, h2h.weights),
-        weighted_bootstrap(h2h.scores, h2h.weights, resamples=resamples, seed=seed),
+        weighted_bootstrap(h2h.scores, h2h.weights, resamples=settings.resamples, seed=settings.seed),
     )
 
 

@@ -1,7 +1,7 @@
 """What the accuracy commands are asked: the settings :func:`.ranking.rank_paths` (``cc leaderboard``),
-:func:`.ranking.compare_paths` (``cc compare``), :func:`.correlation.correlate` (``cc correlate``) and
-:func:`.proxy_study.proxy_study` (``cc proxy``) take, each field documented once: those fields are the
-commands' options (``consistency/cli/declared.py``). Light to import (no numpy), so that ``--help`` stays fast.
+:func:`.ranking.compare` (``cc compare``), :func:`.correlation.correlate` (``cc correlate``) and
+:func:`.proxy_study.proxy_study` (``cc proxy``) take, each field documented once: the fields are the commands'
+options (``consistency/cli/declared.py``). Light to import (no numpy), so that ``--help`` stays fast.
 """
 
 from __future__ import annotations

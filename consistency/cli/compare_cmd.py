@@ -27,8 +27,7 @@ def compare(
     """Is A more accurate than B? 100·ln(p_A/p_B) on the outcome, per question both answered."""
     from ..accuracy.ranking import compare as compare_two
 
-    s = settings
-    c = compare_two(load_forecasts(paths, s.duplicates), a, b, resamples=s.resamples, seed=s.seed, as_of=s.as_of)
+    c = compare_two(load_forecasts(paths, settings.duplicates), a, b, settings)
     if as_json:
         out.print_json(json.dumps(c.as_dict()))
         return

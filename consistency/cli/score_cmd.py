@@ -34,13 +34,16 @@ def score(
     request: ScoreRequest,
 ) -> None:
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
+    from ..evaluation.scoring import run_directories
+    from ..integrations.inspect.logs import is_log_among, score_paths
     from ..paths import new_run_dir
 
-    runs = request.run_directories(paths)
+    params, check, out_dir = request.params, request.check, request.out_dir
+    runs = None if is_log_among(paths) else run_directories(paths)
     if runs is not None:
-        _score_runs(runs, request.out_dir or new_run_dir("score_corpus"), request.params, request.check, as_json)
+        _score_runs(runs, out_dir or new_run_dir("score_corpus"), params, check, as_json)
         return
-    _show(*request.score_files(paths), as_json)
+    _show(*score_paths(paths, params, check, out_dir), as_json)
 
 
 def _show(report: ScoreReport, target: Path, as_json: bool) -> None:
