@@ -14,14 +14,17 @@ from typing import Any
 import typer
 
 
-def above(low: float, high: float | None = None) -> Callable[[Any, Any, float | None], float | None]:
-    """A callback refusing values at or below ``low`` (and at or above ``high``, when given)."""
+def above(low: float | None, high: float | None = None) -> Callable[[Any, Any, float | None], float | None]:
+    """A callback refusing values at or below ``low`` and at or above ``high`` (each end when given)."""
 
     def check(ctx: Any, param: Any, value: float | None) -> float | None:
         if value is None:
             return value
-        if not value > low or (high is not None and not value < high):
-            where = f"more than {low:g}" if high is None else f"strictly between {low:g} and {high:g}"
+        if (low is not None and not value > low) or (high is not None and not value < high):
+            if high is None:
+                where = f"more than {low:g}"
+            else:
+                where = f"less than {high:g}" if low is None else f"strictly between {low:g} and {high:g}"
             raise typer.BadParameter(f"must be {where}, got {value:g}")
         return value
 

@@ -122,25 +122,9 @@ def table(
 
 
 def violations(report: ScoreReport) -> Table:
-    """A score report's mean violations and shares violated, per check and over all (``cc score``, ``cc evaluate``)."""
-
-    def cells(stats: Any) -> list[str]:
-        d, f = stats["default"], stats["frequentist"]
-        get = (lambda s, k: s[k]) if isinstance(d, dict) else getattr
-        return [
-            str(get(d, "num_samples")),
-            fmt(get(d, "avg_violation")),
-            pct(get(d, "fraction_violated")),
-            fmt(get(f, "avg_violation")),
-            pct(get(f, "fraction_violated")),
-        ]
-
-    return table(
-        "Consistency violations (arbitrage in nats; frequentist in z-units)",
-        ("check", "n", "arbitrage avg", "arb. violated", "frequentist avg", "freq. violated"),
-        ([f.check.name, *cells(f.stats())] for f in report.files),
-        total=["aggregate", *cells(report.aggregate())],
-    )
+    """A score report's violations table (``cc score``, ``cc evaluate``)."""
+    title, columns, rows, total = report.table()
+    return table(title, columns, rows, total=total)
 
 
 __all__ = ["err", "escape", "fmt", "out", "pct", "print_skipped", "say", "show", "table", "violations"]

@@ -1,11 +1,12 @@
 """Options declared once, where their values go: the library's fields become ``cc``'s options.
 
 A library object a command hands its options to (a dataclass, a pydantic model or a function) documents
-each field the user may set with ``Annotated[T, Doc("what it means"), Ge(1)]``: :pep:`727`'s ``Doc`` is the
-help text and ``annotated_types``' bounds are the option's range (``Gt``/``Lt`` add the open ends that
-typer's inclusive ``min``/``max`` cannot state). The Python API reads the same declaration, so a help
-text or a range is written once. :func:`options_from` adds those fields to a command's signature and
-hands the command the built object; :func:`shared_options` does the same for options written here.
+each field the user may set with ``Annotated[T, Doc("what it means"), Ge(1)]``: annotated-doc's ``Doc``
+(a dependency of typer's own) is the help text and ``annotated_types``' bounds are the option's range
+(``Gt``/``Lt`` add the open ends that typer's inclusive ``min``/``max`` cannot state). The Python API
+reads the same declaration, so a help text or a range is written once. :func:`options_from` adds those
+fields to a command's signature and hands the command the built object; :func:`shared_options` does the
+same for options written here.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def as_option(annotation: Any, default: Any, flags: str | tuple[str, ...] = ()) 
         elif isinstance(m, Le | Lt):
             settings["max"] = high = m.le if isinstance(m, Le) else m.lt
             high = None if isinstance(m, Le) else high
-    if low is not None:
+    if low is not None or high is not None:
         settings["callback"] = above(low, high)
     decls = (flags,) if isinstance(flags, str) else flags
     return Annotated[base, typer.Option(*decls, **settings)], inspect.Parameter.empty if default is ... else default
@@ -92,7 +93,9 @@ def shared_options(options: dict[str, tuple[Any, Any]], param: str, build: Calla
 
     def decorate(func):
         hints = typing.get_type_hints(func, include_extras=True)
-        own = [p.replace(annotation=hints[p.name]) for p in inspect.signature(func).parameters.values()]
+        own = [
+            p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(func).parameters.values()
+        ]
         own = [p for p in own if p.name != param]
         kw_own = [p for p in own if p.kind == inspect.Parameter.KEYWORD_ONLY]
         own = [p for p in own if p.kind != inspect.Parameter.KEYWORD_ONLY]

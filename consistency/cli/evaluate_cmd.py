@@ -95,11 +95,6 @@ def print_estimate(found: Estimate, as_json: bool, max_cost: float | None = None
     if as_json:
         out.print_json(json.dumps(found.as_dict()))
         return
-    rows = [(m.model, m.calls, m.cache_hits, m.prompt_tokens, m.completion_tokens,
-             "no price" if m.cost is None else f"{m.cost:.4f}") for m in found.models]  # fmt: skip
-    if len(found.models) != 1:
-        f = found
-        rows.append(("total", f.calls, f.cache_hits, f.prompt_tokens, f.completion_tokens, f"{f.cost:.4f}"))
-    columns = ("model", "calls", "cache hits", "prompt tokens", "completion tokens", "USD")
-    out.print(table(f"What the run would ask: {found.forecaster}", columns, rows, title_justify="left"))
+    title, columns, rows = found.table()
+    out.print(table(title, columns, rows, title_justify="left"))
     say(estimate_notes(found, max_cost))

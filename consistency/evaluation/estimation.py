@@ -73,6 +73,18 @@ class Estimate:
         """Models with calls but no price (llm/prices.json, CC_PRICES): their dollars are not in :attr:`cost`."""
         return [m.model for m in self.models if m.cost is None and m.calls]
 
+    def table(self) -> tuple[str, tuple[str, ...], list[tuple[object, ...]]]:
+        """Title, columns and a row per model (and a total row when there are several), as the dry run shows them."""
+        rows: list[tuple[object, ...]] = [
+            (m.model, m.calls, m.cache_hits, m.prompt_tokens, m.completion_tokens,
+             "no price" if m.cost is None else f"{m.cost:.4f}") for m in self.models
+        ]  # fmt: skip
+        if len(self.models) != 1:
+            rows.append(("total", self.calls, self.cache_hits, self.prompt_tokens, self.completion_tokens,
+                         f"{self.cost:.4f}"))  # fmt: skip
+        columns = ("model", "calls", "cache hits", "prompt tokens", "completion tokens", "USD")
+        return f"What the run would ask: {self.forecaster}", columns, rows
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "forecaster": self.forecaster,

@@ -79,6 +79,20 @@ class ScoreReport:
             }
         return out
 
+    def table(self) -> tuple[str, tuple[str, ...], list[list[str]], list[str]]:
+        """Title, columns, a row per check and the aggregate row: tuples, then the mean violation and the
+        share violated under the arbitrage and the frequentist metric (``cc score``, ``cc evaluate``)."""
+
+        def cells(name: str, stats: dict[str, Any]) -> list[str]:
+            d, f = (s if isinstance(s, dict) else s.model_dump() for s in (stats["default"], stats["frequentist"]))
+            return [name, str(d["num_samples"]), _fmt(d["avg_violation"]), _pct(d["fraction_violated"]),
+                    _fmt(f["avg_violation"]), _pct(f["fraction_violated"])]  # fmt: skip
+
+        columns = ("check", "n", "arbitrage avg", "arb. violated", "frequentist avg", "freq. violated")
+        rows = [cells(f.check.name, f.stats()) for f in self.files]
+        title = "Consistency violations (arbitrage in nats; frequentist in z-units)"
+        return title, columns, rows, cells("aggregate", self.aggregate())
+
     def summary(self, *, timestamp: bool = True) -> dict[str, Any]:
         """Everything about the scores; ``timestamp=False`` for files that must be reproducible."""
         created = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z") if timestamp else None
@@ -118,6 +132,14 @@ class RunSkipped:
     """A run directory :func:`score_runs` passed over, and why (not a failure: there was nothing in it)."""
 
     reason: str
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
 
 
 def _empty(path: Path) -> bool:

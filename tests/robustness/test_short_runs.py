@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import consistency
-from consistency.cli.exits import MEANINGS, ExitCode
+from consistency.cli.exits import ExitCode
 
 CC = Path(sys.executable).parent / "cc"
 QUESTIONS = Path(consistency.__file__).parent / "datasets" / "benchmark" / "questions.jsonl"
@@ -91,5 +91,5 @@ def test_generate_that_makes_nothing_exits_failed(tmp_path):
 
 def test_cc_help_shows_the_exit_code_table(tmp_path):
     text = " ".join(cc("--help", cwd=tmp_path).stdout.replace("│", " ").split())
-    for code, meaning in MEANINGS.items():
-        assert f"{int(code)} {' '.join(meaning.split())}" in text
+    for code in ExitCode:
+        assert f"{int(code)} {' '.join(code.meaning.split())}" in text
