@@ -16,6 +16,7 @@ from typing import Any
 
 from ..jsonl import LineError
 from .inputs import ScoreInputError
+from .settings import Correlating
 from .sources import ConsistencyRun, Truth
 
 METRICS = ("default", "frequentist")
@@ -87,34 +88,34 @@ def _n(summary: dict[str, Any], check: str) -> int | None:
 
 def correlate(
     paths: Sequence[Path],
+    settings: Correlating | None = None,
     *,
-    pairs: Sequence[str] = (),
-    splits: Sequence[str] = (),
-    checks: str | None = None,
-    max_brier: float = 0.25,
-    min_questions: int = 1,
-    duplicates: str = "error",
-    bootstrap: int = 1000,
     skipped: list[LineError] | None = None,
     left_out: dict[str, str] | None = None,
 ) -> Study:
     """Correlate each check's mean violation with the Brier score across the forecasters of ``paths``.
 
-    ``pairs``: ``NAME=DIR`` overrides of the automatic pairing; ``splits``: ``TUPLES=SPLIT`` pairings of tuple
-    runs with ground-truth runs by split name; ``checks``: the comma-separated checks the aggregate averages over
-    (a forecaster lacking one is left out). Bad rows go to ``skipped``; forecasters left out, with the reason,
-    to ``left_out`` as they are found (so that a caller still has them when too few remain and this raises
-    :class:`ScoreInputError`)."""
+    ``settings`` (``cc correlate``'s options): ``pairs``, ``NAME=DIR`` overrides of the automatic pairing;
+    ``splits``, ``TUPLES=SPLIT`` pairings of tuple runs with ground-truth runs by split name; ``checks``, the
+    comma-separated checks the aggregate averages over (a forecaster lacking one is left out). Bad rows go to
+    ``skipped``; forecasters left out, with the reason, to ``left_out`` as they are found (so that a caller still
+    has them when too few remain and this raises :class:`ScoreInputError`)."""
     from .sources import find_sources, pair, read_consistency
 
+    s = settings or Correlating()
     left = left_out if left_out is not None else {}
-    found = find_sources(list(paths), duplicates, skipped)
-    overrides = {name: read_consistency(Path(directory)) for name, directory in _pairs(pairs)}
+    found = find_sources(list(paths), s.duplicates, skipped)
+    overrides = {name: read_consistency(Path(directory)) for name, directory in _pairs(s.pairs or ())}
     pairing = pair(
-        found.runs, found.truth, overrides, max_brier=max_brier, min_questions=min_questions, splits=_splits(splits)
+        found.runs,
+        found.truth,
+        overrides,
+        max_brier=s.max_brier,
+        min_questions=s.min_questions,
+        splits=_splits(s.splits or ()),
     )
     left.update(pairing.left_out)
-    fixed = _checks(checks)
+    fixed = _checks(s.checks)
     used = {}
     for name, run in pairing.pairs.items():
         have = set(run.violations["default"]) & set(run.violations["frequentist"])
@@ -131,7 +132,7 @@ def correlate(
         )
     study = Study({}, left, fixed, {n: str(pairing.pairs[n].path) for n in used}, found.duplicates)
     for label, members in groups.items():
-        study.summaries[label] = _correlate(members, pairing.pairs, found.truth, fixed, bootstrap, left)
+        study.summaries[label] = _correlate(members, pairing.pairs, found.truth, fixed, s.bootstrap, left)
         union = sorted({c for cs in members.values() for c in cs})
         study.differing.update({n: sorted(set(union) - set(cs)) for n, cs in members.items() if set(cs) != set(union)})
     return study

@@ -18,6 +18,7 @@ import numpy as np
 from ..jsonl import LineError
 from .inputs import ScoreInputError
 from .proxy import AGGREGATORS, BatchScores
+from .settings import Proxying
 from .table import COLUMNS, ForecastTable, load_table
 from .versus import Correlation
 
@@ -71,47 +72,38 @@ BATCHES = ("batch", "source", "split", "none")
 
 
 def proxy_study(
-    paths: Sequence[Path],
-    *,
-    aggregators: Sequence[str] = tuple(AGGREGATORS),
-    loo: bool = True,
-    batches: str = "batch",
-    zscore: bool = True,
-    extremize: float = 2.0,
-    logit_d: float = math.sqrt(3.0),
-    loss: str = "brier",
-    future: Sequence[str] | None = None,
-    duplicates: str = "error",
-    bootstrap: int = 1000,
-    seed: int = 0,
-    skipped: list[LineError] | None = None,
+    paths: Sequence[Path], settings: Proxying | None = None, *, skipped: list[LineError] | None = None
 ) -> ProxyStudy:
     """Per aggregator, Pearson and Spearman correlations of proxy scores with the ``loss`` over (forecaster,
     batch) pairs (``zscore``: standardised within each batch first, as the paper does), the next batch's loss
     predicted from each score (in the order ``future``, or sorted when there are two batches or more), and
-    each pair's scores; ``loo`` leaves each forecaster out of its own aggregate."""
+    each pair's scores; ``loo`` leaves each forecaster out of its own aggregate. ``settings``: ``cc proxy``'s
+    options."""
     from .proxy import batch_scores
 
+    o = settings or Proxying()
+    aggregators, batches = o.aggregator_list, o.batches
     unknown = sorted(set(aggregators) - set(AGGREGATORS))
     if unknown or not aggregators:
         raise ScoreInputError(f"--aggregators: unknown {', '.join(unknown)}; choose from {', '.join(AGGREGATORS)}")
     if batches not in BATCHES:
         raise ScoreInputError(f"--batches {batches!r}: choose one of {', '.join(BATCHES)}")
-    table = _load(list(paths), batches, duplicates, skipped)
+    table = _load(list(paths), batches, o.duplicates, skipped)
     F, forecasters, labels, y = _arrays(table)
     if len(forecasters) < 2:
         raise ScoreInputError(
             f"proxy scores compare forecasters with each other: need at least two, got {', '.join(forecasters)}"
         )
-    params = {"extremized_mean": {"alpha": extremize}, "logit_pool": {"d": logit_d}}
-    raw = batch_scores(F, y, labels, list(aggregators), loo=loo, loss=loss, params=params)
-    scores = raw.zscored() if zscore else raw
-    correlations = scores.correlations(bootstrap=bootstrap, seed=seed)
-    ahead = scores.future(future, bootstrap=bootstrap, seed=seed) if future or len(raw.batches) > 1 else None
+    params = {"extremized_mean": {"alpha": o.extremize}, "logit_pool": {"d": o.logit_d}}
+    raw = batch_scores(F, y, labels, list(aggregators), loo=o.loo, loss=o.loss, params=params)
+    scores = raw.zscored() if o.zscore else raw
+    correlations = scores.correlations(bootstrap=o.bootstrap, seed=o.seed)
+    future = o.future_list
+    ahead = scores.future(future, bootstrap=o.bootstrap, seed=o.seed) if future or len(raw.batches) > 1 else None
     summary = {
-        "variant": "leave-one-out" if loo else "with self",
-        "zscore": zscore,
-        "loss": loss,
+        "variant": "leave-one-out" if o.loo else "with self",
+        "zscore": o.zscore,
+        "loss": o.loss,
         "batches": list(raw.batches),
         "correlations": {m: {"pearson": _corr(p), "spearman": _corr(s)} for m, (p, s) in correlations.items()},
         "next_batch": None if ahead is None else {k: _corr(c) for k, c in ahead.items()},

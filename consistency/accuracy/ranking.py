@@ -19,6 +19,7 @@ from ..jsonl import LineError
 from ..metrics.stats import bootstrap_mean_ci
 from . import difficulty, proper, proxy
 from .inputs import ScoreInputError
+from .settings import Board, Comparing
 from .significance import BootstrapResult, TTestResult, early_closer_filter, head_to_head, weighted_bootstrap
 from .significance import weighted_t_test as t_test
 from .table import ForecastTable, NoForecastsError
@@ -198,40 +199,55 @@ def leaderboard(table: ForecastTable, method: str = "brier", as_of: datetime | N
 
 @dataclass
 class Ranking:
-    """Standings best first, and how they were had: forecasters ranked from ground-truth summaries alone,
-    early-closing questions held back, repeated forecasts merged by the duplicates policy; ``by_type``: the
-    standings of multiple-choice, numeric and date questions, one board per type (see :mod:`.typed`)."""
+    """Standings best first by ``method``, and how they were had: forecasters ranked from ground-truth summaries
+    alone, early-closing questions held back, repeated forecasts merged by the duplicates policy; ``by_type``:
+    the standings of multiple-choice, numeric and date questions, one board per type (see :mod:`.typed`)."""
 
+    method: Method
     standings: list[Standing]
     by_type: list[TypedBoard] = field(default_factory=list)
     from_summaries: int = 0
     held_back: int = 0
     duplicates: int = 0
 
+    @property
+    def title(self) -> str:
+        return f"{self.method.name} ({'lower' if self.method.lower_is_better else 'higher'} is better)"
+
+    def as_dict(self) -> dict:
+        """The board as ``cc leaderboard --json`` prints it."""
+        chosen = self.method
+        doc = {
+            "method": chosen.name,
+            "description": chosen.description,
+            "standings": [s.as_dict() for s in self.standings],
+        }
+        if self.by_type:
+            doc["by_type"] = [b.as_dict() for b in self.by_type]
+        return doc
+
 
 def rank_paths(
-    paths: Sequence[str | Path],
-    method: str = "brier",
-    as_of: datetime | None = None,
-    duplicates: str = "error",
-    skipped: list[LineError] | None = None,
+    paths: Sequence[str | Path], board: Board | None = None, skipped: list[LineError] | None = None
 ) -> Ranking:
     """The leaderboard of the forecasts in ``paths`` (long tables, ground-truth files, run directories).
 
-    By Brier score with no ``as_of``, a path holding only ground-truth summaries is ranked by each forecaster's
-    stored mean and interval (the per-question rows are not needed); the other paths are read as one table, and
-    their scored multiple-choice, numeric and date questions as one board per type (``as_of`` does not apply to
-    them: their results record no resolution time)."""
+    ``board``: ``cc leaderboard``'s options. By Brier score with no ``as_of``, a path holding only ground-truth
+    summaries is ranked by each forecaster's stored mean and interval (the per-question rows are not needed); the
+    other paths are read as one table, and their scored multiple-choice, numeric and date questions as one board
+    per type (``as_of`` does not apply to them: their results record no resolution time)."""
     from ..store.runs import truth_summaries_only
     from .table import load_table
 
+    board = board or Board()
+    method, as_of, duplicates = board.method, board.as_of, board.duplicates
     if not paths:
         raise ScoreInputError("give the forecasts to rank (files or run directories)")
     summaries = [p for p in paths if truth_summaries_only(p)] if method == "brier" and as_of is None else []
     rest = [p for p in paths if p not in summaries]
     if method not in METHODS:
         raise ScoreInputError(f"unknown ranking method {method!r}; choose from {', '.join(METHODS)}")
-    ranking = Ranking(_from_summaries(summaries))
+    ranking = Ranking(METHODS[method], _from_summaries(summaries))
     ranking.from_summaries = len(ranking.standings)
     if rest:
         typed_skipped: list[LineError] | None = None if skipped is None else []
@@ -277,13 +293,30 @@ class Comparison:
     t_test: TTestResult
     bootstrap: BootstrapResult
 
+    def as_dict(self) -> dict:
+        """The comparison as ``cc compare --json`` prints it."""
+        t, bs = self.t_test, self.bootstrap
+        return {
+            "a": self.a,
+            "b": self.b,
+            "questions": self.n_questions,
+            "weighted_questions": self.weight_sum,
+            "mean_score": self.mean,
+            "t_test": {"t": t.t, "df": t.df, "p_value": t.p_value, "ci95": [t.ci_low, t.ci_high]},
+            "bootstrap": {
+                "ci95": [bs.ci_low, bs.ci_high],
+                "share_positive": bs.prob_positive,
+                "resamples": bs.resamples,
+            },
+        }
 
-def compare(
-    table: ForecastTable, a: str, b: str, *, resamples: int = 10_000, seed: int = 0, as_of: datetime | None = None
-) -> Comparison:
-    """Head-to-head of A against B on the resolved questions both answered (Metaculus method)."""
-    if as_of is not None:
-        table, _ = hold_back_early_closers(table, as_of)
+
+def compare(table: ForecastTable, a: str, b: str, settings: Comparing | None = None) -> Comparison:
+    """Head-to-head of A against B on the resolved questions both answered (Metaculus method); ``settings``:
+    ``cc compare``'s options (its ``duplicates`` is the table reader's)."""
+    settings = settings or Comparing()
+    if settings.as_of is not None:
+        table, _ = hold_back_early_closers(table, settings.as_of)
     table, _ = resolved(table)
     for name in (a, b):
         if name not in table.forecasters:
@@ -307,7 +340,7 @@ def compare(
         h2h.weight_sum,
         h2h.mean,
         t_test(h2h.scores, h2h.weights),
-        weighted_bootstrap(h2h.scores, h2h.weights, resamples=resamples, seed=seed),
+        weighted_bootstrap(h2h.scores, h2h.weights, resamples=settings.resamples, seed=settings.seed),
     )
 
 

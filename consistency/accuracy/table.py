@@ -30,6 +30,7 @@ from ..models import ForecastLine
 from ..store import layout
 from ..store.runs import find_files, ground_truth_records, one_line, recorded_forecaster
 from .inputs import ScoreInputError, outcomes
+from .settings import DUPLICATES
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +46,6 @@ COLUMNS = (
     "resolved_at",
     "scheduled_resolution",
 )
-
-#: What to do with a (forecaster, question) pair forecast more than once with different probabilities.
-DUPLICATES = ("error", "mean", "first", "last")
 
 
 @dataclass

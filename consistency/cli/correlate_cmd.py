@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..accuracy.settings import Correlating
 from ..store.layout import GROUND_TRUTH, GROUND_TRUTH_SUMMARY
 from .console import say, show, table
+from .declared import options_from
 from .options import AsJson
-from .table_options import Duplicates, skipping
+from .table_options import skipping
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     from ..accuracy.correlation import Study
 
 
+@options_from(Correlating, "settings", flags={"pairs": ("--pair", "--scores", "-s"), "splits": "--split"})
 def correlate(
     paths: Annotated[
         list[Path],
@@ -26,34 +29,9 @@ def correlate(
             "long tables) and consistency outputs (`cc score`/`cc evaluate` directories, or directories of them)."
         ),
     ],
-    pairs: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--pair",
-            "--scores",
-            "-s",
-            help="NAME=DIR: pair forecaster NAME with this `cc score` output (overrides the automatic pairing).",
-        ),
-    ] = None,
-    splits: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--split",
-            help="TUPLES=SPLIT: pair tuple runs named *_tuples_TUPLES with ground-truth runs named *_SPLIT, e.g. "
-            "scraped=20240501_20240815 (default: the ground-truth run whose questions the tuples were built from).",
-        ),
-    ] = None,
-    checks: Annotated[
-        str | None,
-        typer.Option(help="Comma-separated checks the aggregate averages over; forecasters lacking one are left out."),
-    ] = None,
-    max_brier: Annotated[
-        float, typer.Option(min=0, max=1, help="Leave out forecasters worse than this Brier (the paper: 0.25).")
-    ] = 0.25,
-    min_questions: Annotated[int, typer.Option(min=1, help="Leave out forecasters with fewer resolved questions.")] = 1,
-    duplicates: Duplicates = "error",
-    bootstrap: Annotated[int, typer.Option(min=1, help="Bootstrap resamples over forecasters.")] = 1000,
     as_json: AsJson = False,
+    *,
+    settings: Correlating,
 ) -> None:
     """Correlate each check's mean violation with the Brier score across forecasters."""
     from ..accuracy.correlation import correlate as study_of
@@ -62,13 +40,11 @@ def correlate(
     left_out: dict[str, str] = {}
     try:
         with skipping() as skipped:
-            study = study_of(paths, pairs=pairs or (), splits=splits or (), checks=checks, max_brier=max_brier,
-                             min_questions=min_questions, duplicates=duplicates, bootstrap=bootstrap,
-                             skipped=skipped, left_out=left_out)  # fmt: skip
+            study = study_of(paths, settings, skipped=skipped, left_out=left_out)
     except ScoreInputError:  # said by the error mapping, after what was left out and why
         say(f"  left out {name}: {reason}" for name, reason in left_out.items())
         raise
-    say(study.notes(duplicates))
+    say(study.notes(settings.duplicates))
     show(study.as_json(), as_json, lambda: _table(study))
 
 

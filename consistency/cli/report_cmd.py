@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ..report import make_report
 from .console import escape, fmt, out, say, table
+from .declared import options_from
 from .progress import working
 
 if TYPE_CHECKING:
     from ..report.repair_section import RepairComparison
 
+_FLAGS = {"out": ("--out", "-o"), "top": ("--top", "-n"), "png_dir": "--png", "diff": "--diff", "repair": "--repair"}
 
+
+@options_from(make_report, "call", flags=_FLAGS, build=dict)
 def report(
     paths: Annotated[
         list[str],
@@ -23,45 +27,20 @@ def report(
             show_default=False,
         ),
     ],
-    out_file: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
-    top: Annotated[int, typer.Option("--top", "-n", min=0, help="Worst tuples written out per check.")] = 5,
-    png: Annotated[
-        Path | None, typer.Option("--png", help="Also write every figure into this directory as PNG and SVG.")
-    ] = None,
-    title: Annotated[str | None, typer.Option("--title", help="The page's title.")] = None,
-    diff: Annotated[
-        bool, typer.Option("--diff", help="Add a section comparing the second PATH to the first, as `cc diff`.")
-    ] = False,
-    repair: Annotated[
-        bool,
-        typer.Option(
-            "--repair",
-            help="Add a section: the first PATH's forecasts as given and Brier-repaired (joint, per tuple; computed "
-            "with no model call): violations, Brier where resolved, model calls.",
-        ),
-    ] = False,
-    arbitrage_run: Annotated[
-        Path | None,
-        typer.Option(
-            "--arbitrage-run",
-            help="An ArbitrageForecaster run over the same tuples, shown beside the repairs (implies --repair).",
-        ),
-    ] = None,
+    *,
+    call: dict[str, Any],
 ) -> None:
     """Write an HTML report: summary, consistency, accuracy and (for several runs) comparison, with figures."""
     import time
 
-    from ..report import make_report
-
     start = time.perf_counter()
     with working(f"reading {len(paths)} path(s) and drawing the figures"):
-        result = make_report(paths, out_file, top=top, png_dir=png, title=title, diff=diff, repair=repair,
-                             arbitrage_run=arbitrage_run)  # fmt: skip
+        result = make_report(paths, **call)
     if result.repairs is not None:
         _print_repairs(result.repairs)
     say((run.line() for run in result.runs), out)
     if result.figures:
-        out.print(f"{len(result.figures)} figure file(s) written to {escape(str(png))}")
+        out.print(f"{len(result.figures)} figure file(s) written to {escape(str(call['png_dir']))}")
     seconds = time.perf_counter() - start
     out.print(
         f"report written to [bold]{escape(str(result.path))}[/bold] ({result.size / 1e6:.2f} MB, {seconds:.1f} s)"

@@ -7,16 +7,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..evaluation.score_request import ScoreRequest
 from ..store.layout import SUMMARY
 from .console import err, escape, fmt, pct, print_skipped, say, show, table, violations
+from .declared import options_from
 from .exits import ExitCode
-from .options import AsJson, Bootstrap, BootstrapSeed, Epsilon
+from .options import AsJson
 
 if TYPE_CHECKING:  # the scoring stack (numpy, pydantic models) loads when the command runs, not for --help
     from ..evaluation.scoring import ScoreReport
     from ..metrics.scoring import ScoreParams
 
 
+@options_from(ScoreRequest, "request", flags={"out_dir": ("--out", "-o"), "check": ("--check", "-c")})
 def score(
     paths: Annotated[
         list[Path],
@@ -26,23 +29,16 @@ def score(
             "consistency/... task; needs the [inspect] extra) is turned into forecast files and scored."
         ),
     ],
-    out_dir: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Output directory (default: runs/<time>_score_<name>).")
-    ] = None,
     as_json: AsJson = False,
-    check: Annotated[
-        str | None, typer.Option("--check", "-c", help="Check of the given file(s) (default: detect).")
-    ] = None,
-    epsilon: Epsilon = 1e-3,
-    bootstrap: Bootstrap = 1000,
-    seed: BootstrapSeed = 0,
+    *,
+    request: ScoreRequest,
 ) -> None:
     """Score forecasts: arbitrage (exact) and frequentist violations, per check and overall."""
-    from ..evaluation.scoring import ScoreParams, run_directories
+    from ..evaluation.scoring import run_directories
     from ..integrations.inspect.logs import is_log_among, score_paths
     from ..paths import new_run_dir
 
-    params = ScoreParams(epsilon=epsilon, bootstrap=bootstrap, seed=seed)
+    params, check, out_dir = request.params, request.check, request.out_dir
     runs = None if is_log_among(paths) else run_directories(paths)
     if runs is not None:
         _score_runs(runs, out_dir or new_run_dir("score_corpus"), params, check, as_json)

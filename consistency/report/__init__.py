@@ -12,18 +12,28 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any
 
-from ..jsonl import atomic_write
+from annotated_doc import Doc
+from annotated_types import Ge
+
 from ..store.outputs import output_file
-from .gather import ReportInputError, Run, gather
 
 if TYPE_CHECKING:
+    from .gather import Run
     from .repair_section import RepairComparison
 
 log = logging.getLogger(__name__)
 
 __all__ = ["Report", "ReportInputError", "make_report"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ReportInputError":  # from .gather, imported on first use: ``cc report --help`` reads this module
+        from .gather import ReportInputError
+
+        return ReportInputError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -37,20 +47,32 @@ class Report:
 
 def make_report(
     paths: Sequence[str | Path],
-    out: str | Path = "report.html",
+    out: Annotated[Path, Doc("The HTML file to write.")] = Path("report.html"),
     *,
-    top: int = 5,
-    png_dir: str | Path | None = None,
-    title: str | None = None,
-    diff: bool = False,
-    repair: bool = False,
-    arbitrage_run: str | Path | None = None,
+    top: Annotated[int, Ge(0), Doc("Worst tuples written out per check.")] = 5,
+    png_dir: Annotated[Path | None, Doc("Also write every figure into this directory as PNG and SVG.")] = None,
+    title: Annotated[str | None, Doc("The page's title.")] = None,
+    diff: Annotated[bool, Doc("Add a section comparing the second PATH to the first, as `cc diff`.")] = False,
+    repair: Annotated[
+        bool,
+        Doc(
+            "Add a section: the first PATH's forecasts as given and Brier-repaired (joint, per tuple; computed "
+            "with no model call): violations, Brier where resolved, model calls."
+        ),
+    ] = False,
+    arbitrage_run: Annotated[
+        Path | None,
+        Doc("An ArbitrageForecaster run over the same tuples, shown beside the repairs (implies --repair)."),
+    ] = None,
 ) -> Report:
     """Write the report for ``paths`` (``NAME=PATH`` names a forecaster) to ``out``; with ``diff``, a section
     comparing the second path to the first (as ``cc diff``); with ``repair`` (or an ``arbitrage_run`` over the
-    same tuples to show beside), the first path's forecasts as given and repaired."""
+    same tuples to show beside), the first path's forecasts as given and repaired. The other parameters are
+    ``cc report``'s options (a ``str`` path is taken too)."""
+    from ..jsonl import atomic_write
     from .compare import compare
     from .figures import Figures
+    from .gather import ReportInputError, gather
     from .render import Page
 
     if not paths:
@@ -84,6 +106,7 @@ def _path(spec: str | Path) -> str:
 def _add_repairs(page: Path, first: str, arbitrage_run: str | Path | None) -> RepairComparison:
     from ..errors import InputError
     from .diff_section import add_to_report
+    from .gather import ReportInputError
     from .repair_section import compare_repairs, repair_html
 
     try:

@@ -88,6 +88,21 @@ def test_leaderboard_and_compare_commands(forecasts):
     assert cc("leaderboard", forecasts, "--method", "nope").returncode == 2
 
 
+def test_the_python_api_takes_the_commands_settings_and_gives_what_they_print(forecasts):
+    """`cc leaderboard` and `cc compare` are options -> one library call -> print: the settings objects their
+    options are declared on give a Python caller the same JSON."""
+    from consistency.accuracy.ranking import rank_paths
+    from consistency.accuracy.settings import Board, Comparing
+
+    board = cc("leaderboard", forecasts, "--method", "peer", "--json")
+    assert board.returncode == 0, board.stderr
+    assert json.loads(json.dumps(rank_paths([forecasts], Board(method="peer")).as_dict())) == json.loads(board.stdout)
+    h2h = cc("compare", "good", "bad", forecasts, "--resamples", "500", "--seed", "3", "--json")
+    assert h2h.returncode == 0, h2h.stderr
+    c = compare(load_table([forecasts]), "good", "bad", Comparing(resamples=500, seed=3))
+    assert json.loads(json.dumps(c.as_dict())) == json.loads(h2h.stdout)
+
+
 def test_duplicate_rows_are_refused_by_the_commands(tmp_path, forecasts):
     path = tmp_path / "dup.csv"
     lines = forecasts.read_text().splitlines()

@@ -254,12 +254,13 @@ def test_the_python_api_gives_what_the_command_prints(table):
     summary, and the same one-sentence refusals before any reading."""
     from consistency.accuracy.inputs import ScoreInputError
     from consistency.accuracy.proxy_study import proxy_study
+    from consistency.accuracy.settings import Proxying
 
     code, stdout, stderr = run("proxy", table, "--json", "--bootstrap", 50, "--with-self", "--raw")
     assert code == 0, stderr
-    study = proxy_study([table], bootstrap=50, loo=False, zscore=False)
+    study = proxy_study([table], Proxying(bootstrap=50, loo=False, zscore=False))
     assert json.loads(json.dumps(study.summary)) == json.loads(stdout) and study.duplicates == 0
     with pytest.raises(ScoreInputError, match="--aggregators: unknown mode"):
-        proxy_study([table], aggregators=["mode"])
+        proxy_study([table], Proxying(aggregators="mode"))
     with pytest.raises(ScoreInputError, match="--batches 'week'"):
-        proxy_study([table], batches="week")
+        proxy_study([table], Proxying(batches="week"))

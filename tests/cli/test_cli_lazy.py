@@ -44,6 +44,10 @@ def imported_by(*argv: str) -> list[str]:
         (("score", "--help"), ()),
         (("proxy", "--help"), ()),
         (("correlate", "--help"), ()),
+        (("leaderboard", "--help"), ()),  # its options are declared on light settings (accuracy.settings)
+        (("compare", "--help"), ()),
+        (("report", "--help"), ()),  # consistency.report imports its stack when a report is made
+        (("export", "forecastbench", "--help"), ()),
         (("checks",), ("numpy",)),  # the checks' possible worlds are numpy arrays
         (("repair", "--help"), ()),  # options declared in light library modules (repair.options...)
         (("diff", "--help"), ()),
@@ -75,15 +79,11 @@ def test_registering_a_name_twice_is_refused():
         app.lazy("score", "score_cmd:score")
 
 
-def test_the_light_copy_of_the_duplicates_policies_matches_the_library():
-    from consistency.accuracy.table import DUPLICATES
-    from consistency.cli.table_options import DUPLICATES as listed
-
-    assert listed == DUPLICATES
-
-
-def test_the_light_copy_of_the_aggregators_matches_the_library():
+def test_the_light_copies_of_the_methods_and_aggregators_match_the_library():
     from consistency.accuracy.aggregates import AGGREGATORS
-    from consistency.cli.proxy_cmd import AGGREGATORS as listed
+    from consistency.accuracy.ranking import METHODS
+    from consistency.accuracy.settings import AGGREGATORS as listed
+    from consistency.accuracy.settings import METHODS as methods
 
     assert listed == tuple(AGGREGATORS)
+    assert methods == tuple(METHODS)

@@ -12,6 +12,7 @@ from consistency.fake_openai import ScriptedServer, probability_rule
 from consistency.forecastbench import validate_forecast_set
 from consistency.forecastbench.export import question_sets
 from consistency.forecastbench.keys import key_of
+from consistency.forecastbench.requests import BoardRequest
 from consistency.forecastbench.synthetic import sample_dir
 from consistency.models import ForecastingQuestion
 from tests.cli.test_cli import cc
@@ -81,6 +82,8 @@ def test_the_reimported_forecasts_score_as_the_run(trip):
     r = cc("leaderboard", "--forecastbench", "past.jsonl", "run", path, "--all-rounds", "--bootstrap", "200", "--json",
            cwd=tmp)  # fmt: skip
     assert r.returncode == 0, r.stderr
+    request = BoardRequest(str(tmp / "past.jsonl"), bootstrap=200, all_rounds=True)  # the same, as a library call
+    assert json.loads(json.dumps(request.board([tmp / "run", path]).as_dict(200))) == json.loads(r.stdout)
     rows = {row["Model"]: row for row in json.loads(r.stdout)["standings"]}
     run, file = rows["basic_scripted"], rows["Test Lab Scripted Bot"]
     assert {k: v for k, v in run.items() if k != "Model"} == {k: v for k, v in file.items() if k != "Model"}
