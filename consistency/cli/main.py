@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
+from ..llm.secrets import redact_record
 from . import COMMANDS
 from .exits import epilog
 from .lazy import LazyTyper
@@ -27,14 +28,7 @@ def _root(verbose: Annotated[bool, typer.Option("--verbose", "-V", help="Log wha
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     for handler in logging.getLogger().handlers:
-        handler.addFilter(_redact_record)
-
-
-def _redact_record(record: logging.LogRecord) -> bool:
-    """Logs never show a key (httpx logs request URLs, passwords included); imported on first use."""
-    from ..llm.secrets import redact_record
-
-    return redact_record(record)
+        handler.addFilter(redact_record)  # logs never show a key (httpx logs request URLs, passwords included)
 
 
 def version() -> None:
