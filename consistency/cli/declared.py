@@ -98,12 +98,9 @@ def shared_options(options: dict[str, tuple[Any, Any]], param: str, build: Calla
 
     def decorate(func):
         hints = typing.get_type_hints(func, include_extras=True)
-        own = [
-            p.replace(annotation=hints.get(p.name, p.annotation)) for p in inspect.signature(func).parameters.values()
-        ]
-        own = [p for p in own if p.name != param]
-        kw_own = [p for p in own if p.kind == inspect.Parameter.KEYWORD_ONLY]
-        own = [p for p in own if p.kind != inspect.Parameter.KEYWORD_ONLY]
+        given = [p for p in inspect.signature(func).parameters.values() if p.name != param]
+        own = sorted((p.replace(annotation=hints.get(p.name, p.annotation)) for p in given),
+                     key=lambda p: p.kind == inspect.Parameter.KEYWORD_ONLY)  # fmt: skip
         added = [
             inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
             for name, (annotation, default) in options.items()
@@ -114,7 +111,7 @@ def shared_options(options: dict[str, tuple[Any, Any]], param: str, build: Calla
             values = {name: kwargs.pop(name) for name in options}
             return func(**kwargs, **{param: build(values)})
 
-        params = [*own, *kw_own, *added]
+        params = [*own, *added]
         wrapper.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {p.name: p.annotation for p in params}
         return wrapper

@@ -60,8 +60,9 @@ def evaluate_cmd(
     if isinstance(result, Priced):
         print_estimate(result.estimate, as_json, result.max_cost)
         return
-    if result.record.stopped:
-        stopped_at_cap(result)
+    if result.record.stopped:  # by the spending cap: where the run stands and how to go on, its own exit code
+        say([cap_sentence(result)])
+        raise typer.Exit(ExitCode.SPENDING_CAP)
     _print(result, as_json)
     failures = gates.failures(result)
     for sentence in failures:
@@ -82,12 +83,6 @@ def _print(result: EvaluationResult, as_json: bool) -> None:
     say(totals_lines(result))
     print_skipped(result.skipped, str(result.run_dir / (SUMMARY if scores is None else GROUND_TRUTH_SUMMARY)))
     say(closing_lines(result))
-
-
-def stopped_at_cap(result: EvaluationResult) -> None:
-    """The spending cap stopped the run: say where it stands and how to go on, and exit with its own code."""
-    say([cap_sentence(result)])
-    raise typer.Exit(ExitCode.SPENDING_CAP)
 
 
 def print_estimate(found: Estimate, as_json: bool, max_cost: float | None = None) -> None:

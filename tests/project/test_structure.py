@@ -480,7 +480,7 @@ def test_the_development_page_describes_every_package_and_what_it_imports():
 #: belongs in the library, where the Python API gets it too. A ratchet: issue 34 aims at about 2,500 lines;
 #: lower this as more moves out (4,030 before the first thinning, 3,505 after it, 3,005 after the second),
 #: never raise it.
-MAX_CLI_LINES = 2_990
+MAX_CLI_LINES = 2_499
 
 
 def _command_modules() -> set[str]:
