@@ -307,19 +307,6 @@ class RealizedRecord(_Record):
     log_after: float | None = None
 
 
-class RepairCheckRecord(_Record):
-    """One check of ``repair.json`` (written by :class:`consistency.repair.report_model.RepairReport`)."""
-
-    check: str
-    class_name: str | None = None
-    tuples: int = 0
-    moved: float = 0.0
-    guaranteed: float = 0.0
-    violation_before: float | None = None
-    violation_after: float | None = None
-    realized: RealizedRecord = RealizedRecord()
-
-
 class RepairTotalRecord(_Record):
     """The totals of ``repair.json``."""
 
@@ -329,6 +316,14 @@ class RepairTotalRecord(_Record):
     violation_before: float | None = None
     violation_after: float | None = None
     realized: RealizedRecord = RealizedRecord()
+
+
+class RepairCheckRecord(RepairTotalRecord):
+    """One check of ``repair.json`` (written by :class:`consistency.repair.report_model.RepairReport`): its
+    totals, and which check."""
+
+    check: str
+    class_name: str | None = None
 
 
 class RepairRecord(_Record):
