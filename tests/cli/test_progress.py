@@ -23,10 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^work (\d+)/10 (.*) \d+:\d\d:\d\d$")
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 def console(terminal: bool) -> Console:

@@ -19,10 +19,7 @@ runner = CliRunner()
 TYPED_FILES = {p.stem for p in (typed_benchmark_dir() / "tuples").glob("*.jsonl")}
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 def test_bundled_typed_runs_every_check_of_the_typed_benchmark_and_a_coherent_world_violates_none(tmp_path):

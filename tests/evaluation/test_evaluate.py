@@ -35,10 +35,7 @@ RESULT_FILES = ("summary.json", "forecasts.jsonl")
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 def lines(path: Path) -> list[dict]:

@@ -31,10 +31,7 @@ class Counting(Forecaster):
         return Forecast(prob=0.9)
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 @pytest.mark.parametrize("limit", BAD)

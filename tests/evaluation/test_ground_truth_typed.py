@@ -24,10 +24,7 @@ from tests.support.categorical_runs import sources
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 def resolved() -> list[ForecastingQuestion]:

@@ -28,10 +28,7 @@ QUESTIONS = benchmark_dir() / "questions.jsonl"
 X = ForecastingQuestion(id="x1", title="Will the Artemis III crew land on the Moon before 2029?", body="Per NASA.")
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 @pytest.fixture(scope="module")

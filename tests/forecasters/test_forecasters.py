@@ -24,10 +24,7 @@ from consistency.models import Forecast, ForecastingQuestion
 Q = ForecastingQuestion(id="q1", title="Will the Artemis III crew land on the Moon before 2029?", body="Per NASA.")
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 class Raises(Forecaster):

@@ -48,10 +48,7 @@ ALL = [MC, NUM, LOG, DATE]
 LEVELS = [p / 100 for p in PERCENTILES]
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 def many(forecaster: Forecaster, questions: list[ForecastingQuestion]):

@@ -26,10 +26,7 @@ from consistency.models import ForecastingQuestion
 Q = ForecastingQuestion(id="q1", title="Will the Artemis III crew land on the Moon before 2029?", body="Per NASA.")
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 def test_the_scripted_server_answers_logprobs_in_openais_shape_only_when_asked():

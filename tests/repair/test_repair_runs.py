@@ -28,10 +28,7 @@ from tests.support.repair_fixtures import write_forecast_lines, write_tuples
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 @pytest.fixture(scope="module")
