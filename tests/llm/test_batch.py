@@ -20,7 +20,7 @@ from consistency.fake_openai import Fault, Reply, ScriptedServer, faults_then, p
 from consistency.fake_openai.replies import call_rule
 from consistency.llm import LLMSettings
 from consistency.llm.batch import BATCHES, read_batches
-from tests.evaluation.test_evaluate import isolated, lines, result_files  # noqa: F401 (isolated: autouse fixture)
+from tests.evaluation.test_evaluate import lines, result_files
 
 #: batch mode with short waits: a batch file goes 50 ms after the last request, polled every 20 ms
 BATCH = LLMSettings(batch=True, batch_idle=0.05, batch_poll=0.02, batch_poll_max=0.1, max_backoff=0.05, timeout=10)
@@ -28,6 +28,7 @@ DIRECT = LLMSettings(timeout=10, max_backoff=0.05)
 FAST_CLI = ["--batch", "--batch-poll", "0.02"]
 
 runner = CliRunner()
+pytestmark = pytest.mark.usefixtures("in_tmp_dir")
 
 
 def run_eval(spec: str, out: Path, settings: LLMSettings, cache: str, n: int = 4):
